@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from claimsdb.services.permissions import ROLES
+
+PASSWORD_FILE = Path(settings.BASE_DIR) / "var" / "demo-password"
+
+
+class Command(BaseCommand):
+    help = (
+        "Development only: create the demo users viewer, analyst and reviewer (one password, "
+        "generated once and kept in var/demo-password) and load every fixtures/*.json. "
+        "Running it again changes nothing."
+    )
+
+    def handle(self, *args, **options):
+        if not settings.DEBUG:
+            raise CommandError("setup_demo creates well-known accounts: it runs only with DEBUG=1")
+        PASSWORD_FILE.parent.mkdir(parents=True, exist_ok=True)
+        if not PASSWORD_FILE.exists():
+            PASSWORD_FILE.write_text(secrets.token_urlsafe(12) + "\n", encoding="utf-8")
+            PASSWORD_FILE.chmod(0o600)
+        password = PASSWORD_FILE.read_text(encoding="utf-8").strip()
+        User = get_user_model()
+        for role in ROLES:
+            user, created = User.objects.get_or_create(username=role)
+            if created or not user.check_password(password):
+                user.set_password(password)
+                user.save()
+            user.groups.set([Group.objects.get(name=role)])
+        fixtures = sorted((Path(settings.BASE_DIR) / "fixtures").glob("*.json"))
+        if fixtures:
+            call_command(
+                "load_records",
+                *[str(f) for f in fixtures],
+                user="reviewer",
+                summary="Seed fixtures loaded by setup_demo",
+                stdout=self.stdout,
+                stderr=self.stderr,
+            )
+        self.stdout.write(
+            f"Demo users: viewer, analyst, reviewer — password {password} "
+            f"(kept in {PASSWORD_FILE.relative_to(settings.BASE_DIR)})"
+        )

@@ -1,0 +1,32 @@
+"""The claimsdb domain (DESIGN.md §1). Only ``claimsdb.services`` writes these tables."""
+
+from .assessments import Assessment, AssessmentMethod
+from .cases import Attribution, Case, CaseTag, Control, Figure, Relation, Unknown
+from .claims import Claim, ClaimIdReservation, EvidenceLink
+from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
+from .revisions import LedgerHead, Revision
+from .scope import ScopeRule
+from .sources import Source
+
+__all__ = [
+    "Assessment",
+    "AssessmentMethod",
+    "Attribution",
+    "Case",
+    "CaseTag",
+    "Claim",
+    "ClaimIdReservation",
+    "Control",
+    "EvidenceLink",
+    "Figure",
+    "ImportReport",
+    "LedgerHead",
+    "Relation",
+    "ReproductionRun",
+    "ReproductionScenario",
+    "Revision",
+    "ScopeRule",
+    "Source",
+    "TrialRow",
+    "Unknown",
+]

@@ -1,0 +1,94 @@
+from django.conf import settings
+from django.db import models
+
+
+class ReproductionRun(models.Model):
+    """One imported ``repro-results/1`` run: lab evidence attached to a case, read-only.
+
+    ``summary`` is the whole results file but its trial rows, plus ``sha256`` of the file;
+    it is what the case document lists under ``reproduction_runs``.
+    """
+
+    case = models.ForeignKey(
+        "claimsdb.Case", on_delete=models.PROTECT, related_name="reproduction_runs"
+    )
+    run_id = models.CharField(max_length=120, unique=True)
+    file_sha256 = models.CharField(max_length=64)
+    summary = models.JSONField()
+    started_at = models.DateTimeField(null=True)
+
+    class Meta:
+        ordering = ["case", "started_at", "run_id"]
+
+    def __str__(self) -> str:
+        return self.run_id
+
+
+class ReproductionScenario(models.Model):
+    """One scenario of a run, with its counters (copied out of the summary for queries)."""
+
+    run = models.ForeignKey(ReproductionRun, on_delete=models.CASCADE, related_name="scenarios")
+    position = models.PositiveIntegerField()
+    scenario_id = models.CharField(max_length=64)
+    backend = models.CharField(max_length=100)
+    mitigations = models.JSONField(default=list)
+    free_list_order = models.CharField(max_length=8)
+    trials = models.PositiveBigIntegerField()
+    checksum_mismatches = models.PositiveBigIntegerField()
+    wrong_outputs = models.PositiveBigIntegerField()
+    outcome = models.CharField(max_length=16)
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "scenario_id"], name="scenario_id_unique"),
+            models.CheckConstraint(
+                condition=models.Q(checksum_mismatches__lte=models.F("trials")),
+                name="scenario_mismatches_le_trials",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}/{self.scenario_id}"
+
+
+class TrialRow(models.Model):
+    """One trial of a scenario. Stored beside the document, never in it."""
+
+    scenario = models.ForeignKey(
+        ReproductionScenario, on_delete=models.CASCADE, related_name="trial_rows"
+    )
+    n = models.PositiveIntegerField()
+    aborted = models.BooleanField()
+    mid_transfer = models.BooleanField()
+    reused_in_flight = models.BooleanField()
+    late_write = models.BooleanField()
+    checksum_mismatch = models.BooleanField()
+    wrong_output = models.BooleanField()
+    latency_us = models.FloatField(null=True)
+    extra = models.JSONField(null=True)
+
+    class Meta:
+        ordering = ["scenario", "n"]
+        constraints = [models.UniqueConstraint(fields=["scenario", "n"], name="trial_n_unique")]
+
+
+class ImportReport(models.Model):
+    """What one import attempt did (or would have done, on a dry run), kept for the record."""
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    filename = models.CharField(max_length=500)
+    file_sha256 = models.CharField(max_length=64, blank=True)
+    run_id = models.CharField(max_length=120, blank=True)
+    case_key = models.CharField(max_length=40, blank=True)
+    outcome = models.CharField(max_length=16)
+    dry_run = models.BooleanField(default=False)
+    revision_number = models.PositiveBigIntegerField(null=True)
+    report = models.JSONField()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"import {self.pk}: {self.filename} {self.outcome}"

@@ -1,0 +1,46 @@
+from django.conf import settings
+from django.db import models
+
+from claimsdb.choices import RecordKind, RevisionAction
+
+
+class LedgerHead(models.Model):
+    """The single row that serializes revision numbering: locked by every writer."""
+
+    number = models.PositiveBigIntegerField(default=0)
+    chain_hash = models.CharField(max_length=64, default="0" * 64)
+
+    def __str__(self) -> str:
+        return f"ledger head at revision {self.number}"
+
+
+class Revision(models.Model):
+    """One change to one record: gapless global number, canonical snapshot, chained hash."""
+
+    number = models.PositiveBigIntegerField(unique=True)
+    record_kind = models.CharField(max_length=16, choices=RecordKind.choices)
+    record_key = models.CharField(max_length=100)
+    action = models.CharField(max_length=16, choices=RevisionAction.choices)
+    material = models.BooleanField()
+    summary = models.TextField()
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField()
+    snapshot = models.TextField(help_text="canonical compact JSON of the record after the change")
+    snapshot_sha256 = models.CharField(max_length=64)
+    previous_hash = models.CharField(max_length=64)
+    chain_hash = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["number"]
+        indexes = [models.Index(fields=["record_kind", "record_key", "number"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(summary=""), name="revision_summary_required"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(number__gte=1), name="revision_number_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"revision {self.number} ({self.record_kind} {self.record_key})"

@@ -1,0 +1,36 @@
+from django.db import models
+
+from claimsdb.choices import KEY_MAX_LENGTH, RecordStatus, RuleKind
+
+
+class ScopeRule(models.Model):
+    """A scoping rule (``claimsdb.rule/1``): e.g. figure X must never be attributed to case Y.
+
+    ``figure`` and ``case`` hold keys rather than foreign keys so a rule can be loaded,
+    withdrawn and restored independently of the rows it names; the services check that
+    they exist.
+    """
+
+    key = models.CharField(max_length=KEY_MAX_LENGTH, unique=True)
+    kind = models.CharField(max_length=32, choices=RuleKind.choices)
+    status = models.CharField(
+        max_length=16, choices=RecordStatus.choices, default=RecordStatus.ACTIVE
+    )
+    figure = models.CharField(max_length=80)
+    case = models.CharField(max_length=KEY_MAX_LENGTH)
+    reason = models.TextField()
+
+    class Meta:
+        ordering = ["key"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(key__startswith="RULE-"), name="rule_key_format"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=RuleKind.values), name="rule_kind_valid"
+            ),
+            models.CheckConstraint(condition=~models.Q(reason=""), name="rule_reason_required"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key

@@ -1,0 +1,48 @@
+"""The canonical record documents of record-format.md."""
+
+from .canonical import dumps_compact, dumps_pretty, sha256_text
+from .diff import Change, diff
+from .documents import (
+    bundle_document,
+    case_document,
+    case_queryset,
+    loads,
+    method_document,
+    parse_bundle,
+    parse_document,
+    record_document,
+    rule_document,
+    source_document,
+)
+from .errors import (
+    PermissionDenied,
+    RecordExists,
+    RecordNotFound,
+    RuleViolation,
+    RuleViolations,
+    StaleRevision,
+)
+
+__all__ = [
+    "Change",
+    "PermissionDenied",
+    "RecordExists",
+    "RecordNotFound",
+    "RuleViolation",
+    "RuleViolations",
+    "StaleRevision",
+    "bundle_document",
+    "case_document",
+    "case_queryset",
+    "diff",
+    "dumps_compact",
+    "dumps_pretty",
+    "loads",
+    "method_document",
+    "parse_bundle",
+    "parse_document",
+    "record_document",
+    "rule_document",
+    "sha256_text",
+    "source_document",
+]

@@ -1,0 +1,91 @@
+"""Violations: what every write path reports when it refuses a change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RuleViolation:
+    """One broken rule.
+
+    ``code`` is stable and documented (``scope.non_attribution``); ``message`` says in an
+    analyst's words which rule and why; ``path`` points into the document being written
+    (``claims[1].evidence[0].source``). ``record`` names another record when the problem
+    lies there rather than in the document itself (``case CP22-003``), as when a new scope
+    rule is refused because existing data already breaks it.
+    """
+
+    code: str
+    message: str
+    path: str = ""
+    record: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        data = {"code": self.code, "message": self.message, "path": self.path}
+        if self.record:
+            data["record"] = self.record
+        return data
+
+    def prefixed(self, prefix: str) -> RuleViolation:
+        """The same violation with its path seen from an enclosing document (a bundle)."""
+        if self.record:
+            return self
+        path = f"{prefix}.{self.path}" if self.path else prefix
+        return RuleViolation(self.code, self.message, path, self.record)
+
+    def __str__(self) -> str:
+        where = f"{self.record}: " if self.record else ""
+        return f"{where}{self.path or '(document)'}: {self.code}: {self.message}"
+
+
+class RuleViolations(Exception):
+    """A refused change: every violation found, not just the first."""
+
+    def __init__(self, violations: list[RuleViolation]):
+        self.violations = list(violations)
+        super().__init__("; ".join(str(v) for v in self.violations))
+
+    @property
+    def codes(self) -> list[str]:
+        return [v.code for v in self.violations]
+
+
+class StaleRevision(RuleViolations):
+    """An edit based on an older revision than the record's latest (HTTP 412)."""
+
+    def __init__(self, *, record: str, expected: int | None, current: int | None):
+        self.expected = expected
+        self.current = current
+        super().__init__(
+            [
+                RuleViolation(
+                    "revision.stale",
+                    f"{record} has changed since revision {expected}: its latest revision is "
+                    f"{current}. Reload it, reapply your change and save again.",
+                    "",
+                )
+            ]
+        )
+
+
+class RecordNotFound(Exception):
+    def __init__(self, kind: str, key: str):
+        self.kind = kind
+        self.key = key
+        super().__init__(f"no {kind} with key {key!r}")
+
+
+class RecordExists(RuleViolations):
+    """Creating a record whose key is taken (HTTP 409)."""
+
+    def __init__(self, kind: str, key: str):
+        super().__init__(
+            [RuleViolation("record.exists", f"a {kind} with key {key} already exists", "key")]
+        )
+
+
+class PermissionDenied(Exception):
+    def __init__(self, message: str):
+        self.violation = RuleViolation("permission.denied", message, "")
+        super().__init__(message)

@@ -1,0 +1,344 @@
+"""Structural validation of documents: every field present, of the right type and vocabulary.
+
+A small declarative schema per record kind; ``check`` walks a document against it and
+returns the normalized document (tags sorted, evidence-basis lists sorted, integral
+figure values as integers) together with every problem found, each with its path.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from claimsdb import choices
+
+from .errors import RuleViolation
+
+Problems = list[RuleViolation]
+
+
+@dataclass(frozen=True)
+class Field:
+    """A typed field. ``kind`` is one of: str, text, int, number, date, enum, pattern, list,
+    object, mapping, any."""
+
+    kind: str
+    nullable: bool = False
+    values: tuple[str, ...] = ()
+    pattern: str = ""
+    code: str = "document.invalid_value"
+    item: Field | None = None
+    fields: dict[str, Field] = field(default_factory=dict)
+    optional_default: Any = None  # set for the few additive fields older documents may omit
+    normalize: Callable[[Any], Any] | None = None
+    max_length: int | None = None
+
+
+def text(max_length: int | None = None) -> Field:
+    return Field("str", max_length=max_length)
+
+
+def enum(values: list[str] | tuple[str, ...], code: str = "document.invalid_value") -> Field:
+    return Field("enum", values=tuple(values), code=code)
+
+
+def pattern(regex: str, code: str, max_length: int | None = None) -> Field:
+    return Field("pattern", pattern=regex, code=code, max_length=max_length)
+
+
+def list_of(item: Field, normalize: Callable[[Any], Any] | None = None) -> Field:
+    return Field("list", item=item, normalize=normalize)
+
+
+def obj(**fields: Field) -> Field:
+    return Field("object", fields=fields)
+
+
+def sorted_unique(items: list[str]) -> list[str]:
+    return sorted(set(items))
+
+
+DATE = Field("date")
+DATE_OR_NULL = Field("date", nullable=True)
+
+EVIDENCE_LINK = obj(
+    source=pattern(choices.SOURCE_KEY_PATTERN, "document.invalid_value"),
+    relation=enum(choices.EvidenceRelation.values),
+    locator=text(),
+)
+CLAIM = obj(
+    id=pattern(choices.CLAIM_ID_PATTERN, "claim.id_format", choices.ID_MAX_LENGTH),
+    statement=text(),
+    status=enum(choices.ClaimStatus.values),
+    status_note=text(),
+    basis=enum(choices.ClaimBasis.values),
+    origin=enum(choices.ClaimOrigin.values),
+    evidence=list_of(EVIDENCE_LINK),
+)
+ASSESSMENT = obj(
+    method=Field("str", max_length=100),
+    assessed_on=DATE,
+    assessor=text(200),
+    values=Field("mapping", item=Field("str")),
+    impact=Field("int", nullable=True),
+    impact_ungraded_reason=text(),
+    narrative=text(),
+    evidence_basis=obj(
+        claims=list_of(Field("str"), normalize=sorted_unique),
+        sources=list_of(Field("str"), normalize=sorted_unique),
+    ),
+)
+FIGURE = obj(
+    id=pattern(choices.FIGURE_ID_PATTERN, "figure.id_format", choices.ID_MAX_LENGTH),
+    value=Field("number"),
+    unit=text(100),
+    measure=text(100),
+    scope=enum(choices.FigureScope.values),
+    description=text(),
+    claims=list_of(Field("str")),
+)
+
+CASE = obj(
+    format=enum(["claimsdb.case/1"], "document.format"),
+    key=pattern(choices.CASE_KEY_PATTERN, "record.key_format", choices.KEY_MAX_LENGTH),
+    title=text(500),
+    status=enum(choices.CaseStatus.values),
+    summary=text(),
+    scope_note=text(),
+    account=text(),
+    basis=text(),
+    limits=text(),
+    tags=list_of(Field("str", max_length=100), normalize=sorted_unique),
+    claims=list_of(CLAIM),
+    assessments=list_of(ASSESSMENT),
+    controls=list_of(obj(kind=enum(choices.ControlKind.values), text=text())),
+    unknowns=list_of(obj(kind=enum(choices.UnknownKind.values), text=text())),
+    figures=list_of(FIGURE),
+    attributions=list_of(
+        obj(figure=Field("str"), role=enum(choices.AttributionRole.values), note=text())
+    ),
+    relations=list_of(
+        obj(case=Field("str"), kind=enum(choices.RelationKind.values), note=text()),
+        normalize=lambda items: sorted(items, key=lambda r: (r["case"], r["kind"])),
+    ),
+    reproduction_runs=list_of(
+        Field("object_any"), normalize=lambda runs: sorted(runs, key=lambda r: str(r.get("run_id")))
+    ),
+)
+
+SOURCE = obj(
+    format=enum(["claimsdb.source/1"], "document.format"),
+    key=pattern(choices.SOURCE_KEY_PATTERN, "record.key_format", choices.KEY_MAX_LENGTH),
+    title=text(500),
+    kind=enum(choices.SourceKind.values),
+    publisher=text(300),
+    url=text(2000),
+    published_on=DATE_OR_NULL,
+    accessed_on=DATE_OR_NULL,
+    reliability=enum(choices.Reliability.values),
+    notes=text(),
+    status=Field("enum", values=tuple(choices.RecordStatus.values), optional_default="active"),
+)
+
+RULE = obj(
+    format=enum(["claimsdb.rule/1"], "document.format"),
+    key=pattern(choices.RULE_KEY_PATTERN, "record.key_format", choices.KEY_MAX_LENGTH),
+    kind=enum(choices.RuleKind.values),
+    status=enum(choices.RecordStatus.values),
+    figure=pattern(choices.FIGURE_ID_PATTERN, "document.invalid_value"),
+    case=pattern(choices.CASE_KEY_PATTERN, "document.invalid_value"),
+    reason=text(),
+)
+
+METHOD = obj(
+    format=enum(["claimsdb.method/1"], "document.format"),
+    key=pattern(choices.METHOD_KEY_PATTERN, "record.key_format", 100),
+    title=text(300),
+    dimensions=list_of(
+        obj(
+            key=pattern(r"^[a-z][a-z0-9_]*$", "document.invalid_value", 64),
+            label=text(200),
+            values=list_of(obj(key=Field("str", max_length=64), label=text(200))),
+        )
+    ),
+    impact=obj(min=Field("int"), max=Field("int"), labels=Field("mapping", item=Field("str"))),
+    status=Field("enum", values=tuple(choices.RecordStatus.values), optional_default="active"),
+)
+
+SCHEMAS: dict[str, Field] = {
+    "case": CASE,
+    "source": SOURCE,
+    "rule": RULE,
+    "method": METHOD,
+}
+FORMATS = {
+    "claimsdb.case/1": "case",
+    "claimsdb.source/1": "source",
+    "claimsdb.rule/1": "rule",
+    "claimsdb.method/1": "method",
+}
+BUNDLE_FORMAT = "claimsdb.bundle/1"
+BUNDLE_LISTS = {"methods": "method", "sources": "source", "cases": "case", "rules": "rule"}
+
+TYPE_NAMES = {
+    "str": "a string",
+    "pattern": "a string",
+    "enum": "a string",
+    "int": "an integer",
+    "number": "a number",
+    "date": "a date (YYYY-MM-DD)",
+    "list": "a list",
+    "object": "an object",
+    "object_any": "an object",
+    "mapping": "an object",
+}
+
+
+def join(path: str, name: str | int) -> str:
+    if isinstance(name, int):
+        return f"{path}[{name}]"
+    return f"{path}.{name}" if path else name
+
+
+def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
+    """Validate ``value`` against ``spec``; return the normalized value (or None if broken)."""
+    if value is None:
+        if spec.nullable:
+            return None
+        problems.append(
+            RuleViolation("document.type", f"must be {TYPE_NAMES[spec.kind]}, not null", path)
+        )
+        return None
+    kind = spec.kind
+    if kind in {"str", "pattern", "enum", "date"}:
+        if not isinstance(value, str):
+            problems.append(
+                RuleViolation(
+                    "document.type",
+                    f"must be {TYPE_NAMES[kind]}, not {type_name(value)}",
+                    path,
+                )
+            )
+            return None
+        if spec.max_length is not None and len(value) > spec.max_length:
+            problems.append(
+                RuleViolation(
+                    "document.invalid_value",
+                    f"is {len(value)} characters long; at most {spec.max_length} are allowed",
+                    path,
+                )
+            )
+        if kind == "enum" and value not in spec.values:
+            allowed = ", ".join(repr(v) for v in spec.values)
+            if spec.code == "document.format":
+                message = f"format {value!r} is not one this loader reads ({allowed})"
+            else:
+                message = f"{value!r} is not one of {allowed}"
+            problems.append(RuleViolation(spec.code, message, path))
+        if kind == "pattern" and not re.fullmatch(spec.pattern, value):
+            problems.append(
+                RuleViolation(spec.code, f"{value!r} does not match {spec.pattern}", path)
+            )
+        if kind == "date":
+            try:
+                if len(value) != 10:
+                    raise ValueError
+                dt.date.fromisoformat(value)
+            except ValueError:
+                problems.append(
+                    RuleViolation(
+                        "document.invalid_value", f"{value!r} is not a date (YYYY-MM-DD)", path
+                    )
+                )
+        return value
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            problems.append(
+                RuleViolation("document.type", f"must be an integer, not {type_name(value)}", path)
+            )
+            return None
+        return value
+    if kind == "number":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            problems.append(
+                RuleViolation("document.type", f"must be a number, not {type_name(value)}", path)
+            )
+            return None
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+            return int(value)
+        return value
+    if kind == "list":
+        if not isinstance(value, list):
+            problems.append(
+                RuleViolation("document.type", f"must be a list, not {type_name(value)}", path)
+            )
+            return None
+        items = [check(spec.item, item, join(path, i), problems) for i, item in enumerate(value)]
+        return spec.normalize(items) if spec.normalize and None not in items else items
+    if kind == "mapping":
+        if not isinstance(value, dict):
+            problems.append(
+                RuleViolation("document.type", f"must be an object, not {type_name(value)}", path)
+            )
+            return None
+        return {k: check(spec.item, v, join(path, k), problems) for k, v in value.items()}
+    if kind == "object_any":
+        if not isinstance(value, dict):
+            problems.append(
+                RuleViolation("document.type", f"must be an object, not {type_name(value)}", path)
+            )
+            return None
+        return value
+    if kind == "object":
+        if not isinstance(value, dict):
+            problems.append(
+                RuleViolation("document.type", f"must be an object, not {type_name(value)}", path)
+            )
+            return None
+        result = {}
+        for name, field_spec in spec.fields.items():
+            if name not in value:
+                if field_spec.optional_default is not None:
+                    result[name] = field_spec.optional_default
+                    continue
+                problems.append(
+                    RuleViolation(
+                        "document.missing_field", f"the field {name!r} is missing", join(path, name)
+                    )
+                )
+                continue
+            result[name] = check(field_spec, value[name], join(path, name), problems)
+        for name in value:
+            if name not in spec.fields:
+                problems.append(
+                    RuleViolation(
+                        "document.unknown_field",
+                        f"{name!r} is not a field of this document",
+                        join(path, name),
+                    )
+                )
+        return result
+    raise AssertionError(f"unknown field kind {kind}")
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -1,0 +1,305 @@
+"""Field rules: checks on one document before it is written (DESIGN.md §3)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from claimsdb.records import RuleViolation
+
+from .context import DocumentContext
+from .registry import field_rule
+
+EVIDENCE_NEEDED = {
+    "supported": "supports",
+    "partially_supported": "supports",
+    "refuted": "contradicts",
+}
+
+
+@field_rule("case", "claim.id_taken", "claim.id_duplicate")
+def claim_ids_never_reused(document: dict[str, Any], context: DocumentContext) -> Iterator:
+    """Claim IDs are unique across the knowledge base and never reused, even after removal."""
+    seen: set[str] = set()
+    for index, claim in enumerate(document["claims"]):
+        claim_id = claim["id"]
+        path = f"claims[{index}].id"
+        if claim_id in seen:
+            yield RuleViolation(
+                "claim.id_duplicate", f"{claim_id} appears more than once in this case", path
+            )
+            continue
+        seen.add(claim_id)
+        owner = context.reserved_claims.get(claim_id) or context.live_claims.get(claim_id)
+        if owner is None:
+            continue
+        if owner != context.key:
+            yield RuleViolation(
+                "claim.id_taken",
+                f"{claim_id} is already used by case {owner}; claim IDs are never reused",
+                path,
+            )
+        elif context.live_claims.get(claim_id) != context.key and context.action != "revert":
+            yield RuleViolation(
+                "claim.id_taken",
+                f"{claim_id} belonged to a claim that was removed from this case; claim IDs are "
+                "never reused (restore the old claim by reverting, or choose a new ID)",
+                path,
+            )
+
+
+@field_rule("case", "claim.evidence_required", "evidence.source_unknown")
+def claims_have_evidence(document: dict[str, Any], context: DocumentContext) -> Iterator:
+    """Supported claims need a supporting source; refuted ones a contradicting source."""
+    for index, claim in enumerate(document["claims"]):
+        for link_index, link in enumerate(claim["evidence"]):
+            if link["source"] not in context.sources:
+                yield RuleViolation(
+                    "evidence.source_unknown",
+                    f"there is no source {link['source']}",
+                    f"claims[{index}].evidence[{link_index}].source",
+                )
+        needed = EVIDENCE_NEEDED.get(claim["status"])
+        if needed and not any(link["relation"] == needed for link in claim["evidence"]):
+            yield RuleViolation(
+                "claim.evidence_required",
+                f"{claim['id']} is {claim['status'].replace('_', ' ')}, so it needs at least one "
+                f"evidence link that {needed} it",
+                f"claims[{index}].evidence",
+            )
+
+
+@field_rule(
+    "case",
+    "assessment.method_unknown",
+    "assessment.value_missing",
+    "assessment.value_unknown",
+    "assessment.impact_reason",
+    "assessment.impact_range",
+)
+def assessments_follow_method(document: dict[str, Any], context: DocumentContext) -> Iterator:
+    """Assessment values follow the method's vocabulary exactly; impact is graded or explained."""
+    for index, assessment in enumerate(document["assessments"]):
+        path = f"assessments[{index}]"
+        method = context.methods.get(assessment["method"])
+        if method is None:
+            yield RuleViolation(
+                "assessment.method_unknown",
+                f"there is no assessment method {assessment['method']}",
+                f"{path}.method",
+            )
+        else:
+            yield from _values_follow(method, assessment, path)
+        reason = assessment["impact_ungraded_reason"].strip()
+        if assessment["impact"] is None and not reason:
+            yield RuleViolation(
+                "assessment.impact_reason",
+                "an ungraded impact needs a reason why it is left ungraded",
+                f"{path}.impact_ungraded_reason",
+            )
+        if assessment["impact"] is not None and reason:
+            yield RuleViolation(
+                "assessment.impact_reason",
+                "a graded impact takes no ungraded reason: clear the reason or the impact",
+                f"{path}.impact_ungraded_reason",
+            )
+
+
+def _values_follow(method, assessment: dict[str, Any], path: str) -> Iterator[RuleViolation]:
+    dimensions = method.dimension_labels()
+    for key, (label, allowed) in dimensions.items():
+        value = assessment["values"].get(key)
+        if value is None:
+            yield RuleViolation(
+                "assessment.value_missing",
+                f"{method.key} needs a value for {label} ({key})",
+                f"{path}.values.{key}",
+            )
+        elif value not in allowed:
+            yield RuleViolation(
+                "assessment.value_unknown",
+                f"{value!r} is not a value of {label} in {method.key} "
+                f"(allowed: {', '.join(allowed)})",
+                f"{path}.values.{key}",
+            )
+    for key in assessment["values"]:
+        if key not in dimensions:
+            yield RuleViolation(
+                "assessment.value_unknown",
+                f"{method.key} has no dimension {key!r}",
+                f"{path}.values.{key}",
+            )
+    impact = assessment["impact"]
+    low, high = method.impact.get("min", 0), method.impact.get("max", 0)
+    if impact is not None and not low <= impact <= high:
+        yield RuleViolation(
+            "assessment.impact_range",
+            f"impact {impact} is outside {method.key}'s scale {low}–{high}",
+            f"{path}.impact",
+        )
+
+
+@field_rule("case", "assessment.basis_foreign")
+def basis_belongs_to_case(document: dict[str, Any], context: DocumentContext) -> Iterator:
+    """The evidence basis names claims of this case and sources that exist."""
+    own = {claim["id"] for claim in document["claims"]}
+    for index, assessment in enumerate(document["assessments"]):
+        basis = assessment["evidence_basis"]
+        for claim_index, claim_id in enumerate(basis["claims"]):
+            if claim_id not in own:
+                owner = context.live_claims.get(claim_id)
+                where = f"a claim of case {owner}" if owner else "not a claim of this case"
+                yield RuleViolation(
+                    "assessment.basis_foreign",
+                    f"{claim_id} is {where}; an evidence basis names this case's own claims",
+                    f"assessments[{index}].evidence_basis.claims[{claim_index}]",
+                )
+        for source_index, source_key in enumerate(basis["sources"]):
+            if source_key not in context.sources:
+                yield RuleViolation(
+                    "assessment.basis_foreign",
+                    f"there is no source {source_key}",
+                    f"assessments[{index}].evidence_basis.sources[{source_index}]",
+                )
+
+
+@field_rule(
+    "case",
+    "figure.id_duplicate",
+    "figure.id_taken",
+    "figure.claim_unknown",
+    "figure.in_use",
+    "attribution.figure_unknown",
+)
+def figures_are_consistent(document: dict[str, Any], context: DocumentContext) -> Iterator:
+    """Figure IDs are unique; figures name existing claims; a figure in use is not removed."""
+    seen: set[str] = set()
+    own_claims = {claim["id"] for claim in document["claims"]}
+    for index, figure in enumerate(document["figures"]):
+        figure_id = figure["id"]
+        if figure_id in seen:
+            yield RuleViolation(
+                "figure.id_duplicate", f"{figure_id} appears more than once", f"figures[{index}].id"
+            )
+        seen.add(figure_id)
+        owner = context.figures.get(figure_id)
+        if owner is not None and owner != context.key:
+            yield RuleViolation(
+                "figure.id_taken",
+                f"{figure_id} belongs to case {owner}; a figure belongs to one case "
+                "(attribute it instead)",
+                f"figures[{index}].id",
+            )
+        for claim_index, claim_id in enumerate(figure["claims"]):
+            if claim_id not in own_claims and claim_id not in context.live_claims:
+                yield RuleViolation(
+                    "figure.claim_unknown",
+                    f"there is no claim {claim_id}",
+                    f"figures[{index}].claims[{claim_index}]",
+                )
+    for figure_id, user in sorted(context.figures_in_use.items()):
+        yield RuleViolation(
+            "figure.in_use",
+            f"{figure_id} cannot be removed: it is {user}",
+            "figures",
+        )
+    for index, attribution in enumerate(document["attributions"]):
+        figure_id = attribution["figure"]
+        if figure_id not in seen and figure_id not in context.figures:
+            yield RuleViolation(
+                "attribution.figure_unknown",
+                f"there is no figure {figure_id}",
+                f"attributions[{index}].figure",
+            )
+
+
+@field_rule("case", "relation.case_unknown", "relation.duplicate")
+def relations_name_cases(document: dict[str, Any], context: DocumentContext) -> Iterator:
+    """Relations point at other existing cases, once per kind."""
+    seen: set[tuple[str, str]] = set()
+    for index, relation in enumerate(document["relations"]):
+        other = relation["case"]
+        path = f"relations[{index}].case"
+        if other == context.key:
+            yield RuleViolation("relation.case_unknown", "a case is not related to itself", path)
+        elif other not in context.cases:
+            yield RuleViolation("relation.case_unknown", f"there is no case {other}", path)
+        if (other, relation["kind"]) in seen:
+            yield RuleViolation(
+                "relation.duplicate",
+                f"the {relation['kind']} relation to {other} is listed twice",
+                f"relations[{index}]",
+            )
+        seen.add((other, relation["kind"]))
+
+
+@field_rule("case", "case.reproduction_runs_readonly")
+def runs_are_kept(document: dict[str, Any], context: DocumentContext) -> Iterator:
+    """Imported reproduction runs are written only by the importer and never dropped by an edit."""
+    if context.current_runs is None or context.action in {"import", "revert"}:
+        return
+    if document["reproduction_runs"] != context.current_runs:
+        have = ", ".join(r.get("run_id", "?") for r in context.current_runs) or "none"
+        yield RuleViolation(
+            "case.reproduction_runs_readonly",
+            "reproduction runs are written only by the importer: the document must carry "
+            f"exactly the runs the case has ({have})",
+            "reproduction_runs",
+        )
+
+
+@field_rule("method", "method.invalid", "method.in_use")
+def method_is_well_formed(document: dict[str, Any], context: DocumentContext) -> Iterator:
+    """A method's dimensions and values are unique and its impact scale is sound."""
+    dimension_keys: set[str] = set()
+    for index, dimension in enumerate(document["dimensions"]):
+        if dimension["key"] in dimension_keys:
+            yield RuleViolation(
+                "method.invalid",
+                f"dimension {dimension['key']!r} appears twice",
+                f"dimensions[{index}].key",
+            )
+        dimension_keys.add(dimension["key"])
+        if not dimension["values"]:
+            yield RuleViolation(
+                "method.invalid", "a dimension needs at least one value", f"dimensions[{index}]"
+            )
+        value_keys: set[str] = set()
+        for value_index, value in enumerate(dimension["values"]):
+            if value["key"] in value_keys:
+                yield RuleViolation(
+                    "method.invalid",
+                    f"value {value['key']!r} appears twice",
+                    f"dimensions[{index}].values[{value_index}].key",
+                )
+            value_keys.add(value["key"])
+    impact = document["impact"]
+    if impact["min"] > impact["max"]:
+        yield RuleViolation("method.invalid", "impact min is above max", "impact.min")
+    for label_key in impact["labels"]:
+        if not label_key.lstrip("-").isdigit() or not (
+            impact["min"] <= int(label_key) <= impact["max"]
+        ):
+            yield RuleViolation(
+                "method.invalid",
+                f"impact label {label_key!r} is not a grade of the scale",
+                f"impact.labels.{label_key}",
+            )
+    if context.method_in_use:
+        yield RuleViolation(
+            "method.in_use",
+            f"{document['key']} is used by assessments and can no longer change; "
+            "publish the change as a new version of the method",
+            "",
+        )
+
+
+@field_rule("rule", "rule.figure_unknown", "rule.case_unknown")
+def rule_names_records(document: dict[str, Any], context: DocumentContext) -> Iterator:
+    """A scope rule names an existing figure and an existing case."""
+    if document["figure"] not in context.figures:
+        yield RuleViolation(
+            "rule.figure_unknown", f"there is no figure {document['figure']}", "figure"
+        )
+    if document["case"] not in context.cases:
+        yield RuleViolation("rule.case_unknown", f"there is no case {document['case']}", "case")

@@ -1,0 +1,154 @@
+"""Scope rules (DESIGN.md §3): figures stay with their event, on every write path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from claimsdb.records import RuleViolation
+
+from .registry import scope_rule
+from .state import RuleFact, ScopeState
+
+
+def case_record(key: str) -> str:
+    return f"case {key}"
+
+
+def non_attribution_hits(state: ScopeState) -> Iterator[tuple[RuleFact, RuleViolation]]:
+    """Every attribution that a non-attribution rule forbids, with the rule it breaks."""
+    for case, position, figure_id, role in state.attributions:
+        rule = state.forbidding_rule(figure_id, case)
+        if rule is None:
+            continue
+        figure = state.figures[figure_id]
+        yield (
+            rule,
+            RuleViolation(
+                "scope.non_attribution",
+                f"{figure.describe()} must not be attributed to {case} "
+                f"(as {role.replace('_', ' ')}): rule {rule.key}: {rule.reason}",
+                f"attributions[{position}].figure",
+                case_record(case),
+            ),
+        )
+
+
+def bridge_hits(state: ScopeState) -> Iterator[tuple[RuleFact, RuleViolation]]:
+    """Every same_event relation that would make a forbidden figure attributable."""
+    paths = state.relation_paths()
+    for rule in state.rules:
+        figure = state.figures.get(rule.figure)
+        if figure is None or figure.case == rule.case:
+            continue
+        if not state.same_event(figure.case, rule.case):
+            continue
+        for case, other, kind in state.relations:
+            if kind != "same_event" or not (
+                state.same_event(case, rule.case) and state.same_event(other, rule.case)
+            ):
+                continue
+            for subject, partner in ((case, other), (other, case)):
+                yield (
+                    rule,
+                    RuleViolation(
+                        "scope.relation_conflict",
+                        f"a same_event relation between {subject} and {partner} would make "
+                        f"{figure.describe()} attributable to {rule.case}, which rule {rule.key} "
+                        f"forbids: {rule.reason}",
+                        paths[(subject, partner, kind)]
+                        if (subject, partner, kind) in paths
+                        else paths[(case, other, kind)],
+                        case_record(subject),
+                    ),
+                )
+
+
+@scope_rule("scope.non_attribution")
+def no_forbidden_attribution(state: ScopeState) -> Iterator[RuleViolation]:
+    """A figure named by a non-attribution rule is never attributed to the case it names."""
+    for _, violation in non_attribution_hits(state):
+        if state.reports(violation.record.removeprefix("case ")):
+            yield violation
+
+
+@scope_rule("scope.cross_case_figure")
+def figures_stay_with_their_event(state: ScopeState) -> Iterator[RuleViolation]:
+    """A figure is attributable only to its own case and to cases of the same event."""
+    for case, position, figure_id, _role in state.attributions:
+        if not state.reports(case) or state.forbidding_rule(figure_id, case):
+            continue  # a rule that names the pair says it better
+        figure = state.figures[figure_id]
+        if not state.same_event(figure.case, case):
+            yield RuleViolation(
+                "scope.cross_case_figure",
+                f"{figure.describe()} belongs to another event: a figure may be attributed only "
+                f"to its own case and to cases related to it as same_event, and {case} is not",
+                f"attributions[{position}].figure",
+                case_record(case),
+            )
+
+
+@scope_rule("scope.lab_not_impact", "assessment.impact_basis")
+def impact_rests_on_production_figures(state: ScopeState) -> Iterator[RuleViolation]:
+    """A graded impact rests on a production figure of this event; lab figures never count."""
+    for case, position, figure_id, role in state.attributions:
+        figure = state.figures[figure_id]
+        if state.reports(case) and role == "impact_basis" and figure.scope == "lab":
+            yield RuleViolation(
+                "scope.lab_not_impact",
+                f"{figure.describe()} is a lab observation and is never an impact basis",
+                f"attributions[{position}].role",
+                case_record(case),
+            )
+    for case, position, impact, basis in state.assessments:
+        if impact is None or not state.reports(case):
+            continue
+        supported = [f for f in state.figures.values() if f.claims & basis]
+        if any(f.scope == "production" and state.attributable(f, case) for f in supported):
+            continue
+        lab = [f for f in supported if f.scope == "lab"]
+        if lab:
+            yield RuleViolation(
+                "scope.lab_not_impact",
+                f"impact {impact} rests on lab figures ({', '.join(f.describe() for f in lab)}); "
+                "lab observations are never an impact basis. Leave the impact ungraded with a "
+                "reason, or add to the evidence basis a claim that supports a production figure "
+                "of this event",
+                f"assessments[{position}].impact",
+                case_record(case),
+            )
+        else:
+            yield RuleViolation(
+                "assessment.impact_basis",
+                f"impact {impact} is graded, but no claim in the evidence basis supports a "
+                f"production figure attributable to {case}. Leave the impact ungraded with a "
+                "reason, or add such a claim to the evidence basis",
+                f"assessments[{position}].impact",
+                case_record(case),
+            )
+
+
+@scope_rule("scope.relation_conflict")
+def relations_agree(state: ScopeState) -> Iterator[RuleViolation]:
+    """Two cases are not both same_event and related_distinct, and no same_event bridges a rule."""
+    paths = state.relation_paths()
+    kinds: dict[frozenset[str], set[str]] = {}
+    for case, other, kind in state.relations:
+        kinds.setdefault(frozenset((case, other)), set()).add(kind)
+    for case, other, kind in state.relations:
+        if kind != "same_event" or "related_distinct" not in kinds[frozenset((case, other))]:
+            continue
+        for subject, partner in ((case, other), (other, case)):
+            if state.reports(subject):
+                yield RuleViolation(
+                    "scope.relation_conflict",
+                    f"{subject} and {partner} cannot be both the same event and related but "
+                    "distinct",
+                    paths[(subject, partner, kind)],
+                    case_record(subject),
+                )
+    seen = set()
+    for _, violation in bridge_hits(state):
+        if state.reports(violation.record.removeprefix("case ")) and violation not in seen:
+            seen.add(violation)
+            yield violation

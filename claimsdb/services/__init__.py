@@ -1,0 +1,51 @@
+"""The only code that writes domain tables (DESIGN.md §2)."""
+
+from .bundles import bundle_load
+from .claims import claim_add, claim_update, claim_withdraw
+from .records import (
+    ANY_REVISION,
+    case_create,
+    case_update,
+    case_withdraw,
+    method_create,
+    method_update,
+    method_withdraw,
+    record_create,
+    record_update,
+    record_withdraw,
+    rule_create,
+    rule_update,
+    rule_withdraw,
+    source_create,
+    source_update,
+    source_withdraw,
+)
+from .revisions import revision_revert
+from .writer import RecordWrite, WriteOutcome, write_records
+
+__all__ = [
+    "ANY_REVISION",
+    "RecordWrite",
+    "WriteOutcome",
+    "bundle_load",
+    "case_create",
+    "case_update",
+    "case_withdraw",
+    "claim_add",
+    "claim_update",
+    "claim_withdraw",
+    "method_create",
+    "method_update",
+    "method_withdraw",
+    "record_create",
+    "record_update",
+    "record_withdraw",
+    "revision_revert",
+    "rule_create",
+    "rule_update",
+    "rule_withdraw",
+    "source_create",
+    "source_update",
+    "source_withdraw",
+    "write_records",
+]

@@ -1,0 +1,54 @@
+"""Reverting a record to an earlier revision: a new revision, through the same rules."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from claimsdb.models import Revision
+from claimsdb.records import RecordNotFound, record_document
+
+from .records import ANY_REVISION
+from .writer import RecordWrite, WriteOutcome, write_records
+
+
+def revision_revert(
+    *,
+    user: AbstractBaseUser,
+    number: int,
+    summary: str,
+    material: bool = True,
+    expected_revision: Any = ANY_REVISION,
+) -> WriteOutcome:
+    """Restore the record of revision ``number`` as it was then, as a new ``revert`` revision.
+
+    Imported reproduction runs are kept as they are now: a revert restores what analysts
+    wrote and never drops imported evidence.
+    """
+    revision = Revision.objects.filter(number=number).first()
+    if revision is None:
+        raise RecordNotFound("revision", str(number))
+    document = json.loads(revision.snapshot)
+    current = record_document(revision.record_kind, revision.record_key)
+    if current is not None and revision.record_kind == "case":
+        document["reproduction_runs"] = current["reproduction_runs"]
+    checked = expected_revision is not ANY_REVISION
+    (outcome,) = write_records(
+        user=user,
+        writes=[
+            RecordWrite(
+                kind=revision.record_kind,
+                document=document,
+                mode="upsert",
+                action="revert",
+                expected_revision=expected_revision if checked else None,
+                check_expected=checked,
+            )
+        ],
+        summary=summary,
+        material=material,
+        role="reviewer",
+    )
+    return outcome
