@@ -1,12 +1,12 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
-
-from claimsdb.web import views
+from django.urls import include, path
 
 urlpatterns = [
-    path("", views.index, name="index"),
-    path("cases/<str:key>/record.json", views.case_record_json, name="case-record-json"),
+    path("api/v1/", include("claimsdb.api.urls")),
+    path("api/v1/", include("claimsdb.api.import_urls")),
+    path("", include("claimsdb.web.urls")),
+    path("", include("claimsdb.web.import_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -1,0 +1,3 @@
+"""REST API for the reproduction-results importer."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""REST API under /api/v1/ (DESIGN.md §7)."""
+
+urlpatterns: list = []

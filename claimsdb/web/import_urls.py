@@ -1,0 +1,3 @@
+"""Upload page for reproduction results."""
+
+urlpatterns: list = []
