@@ -3,7 +3,8 @@
 Every error response, whatever raised it, is::
 
     {"status": 400, "title": "The change was refused",
-     "errors": [{"code": "scope.non_attribution", "message": "…", "path": "attributions[0].figure"}]}
+     "errors": [{"code": "scope.non_attribution", "message": "…",
+                 "path": "attributions[0].figure"}]}
 
 ``code`` is stable (DESIGN.md §3 codes, ``revision.stale``, ``permission.denied``, and DRF's
 own codes such as ``not_authenticated``); ``path`` points into the document sent (empty
