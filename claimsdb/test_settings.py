@@ -10,3 +10,10 @@ from .settings import *  # noqa: E402,F403
 
 # Fast hashing: the suite creates many users.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Several test runs may share one PostgreSQL server (a developer's runs beside CI's):
+# give each run its own test database.
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and not DATABASES["default"]["TEST"].get(
+    "NAME"
+):
+    DATABASES["default"]["TEST"]["NAME"] = f"test_{DATABASES['default']['NAME']}_{os.getpid()}"

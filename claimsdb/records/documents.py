@@ -191,7 +191,8 @@ def loads(text: str | bytes) -> Any:
             [RuleViolation("document.malformed", f"the file is not UTF-8 text: {exc}", "")]
         ) from exc
     except json.JSONDecodeError as exc:
-        what = "the document is empty" if not str(text).strip() else exc.msg
+        blank = not (text.strip() if isinstance(text, str | bytes) else text)
+        what = "the document is empty" if blank else exc.msg
         raise RuleViolations(
             [
                 RuleViolation(

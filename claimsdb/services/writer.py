@@ -219,10 +219,14 @@ def _context(write: RecordWrite, current, pending: _PendingIndex) -> DocumentCon
         context.sources |= pending.sources & _source_refs(write.document)
         context.methods.update(pending.methods)
         context.cases |= pending.cases
+        # other cases of the same change count as existing (their own conflicts are
+        # reported by _PendingIndex.conflicts)
         for claim_id, owners in pending.claims.items():
-            context.live_claims.setdefault(claim_id, owners[0][0])
+            if owners[0][0] != write.key:
+                context.live_claims.setdefault(claim_id, owners[0][0])
         for figure_id, owners in pending.figures.items():
-            context.figures.setdefault(figure_id, owners[0][0])
+            if owners[0][0] != write.key:
+                context.figures.setdefault(figure_id, owners[0][0])
         return context
     context = DocumentContext(
         kind=write.kind, key=write.key, exists=current is not None, action=action
