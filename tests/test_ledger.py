@@ -87,20 +87,26 @@ def test_revert_that_todays_rules_forbid_is_refused(seeded, reviewer):
     bundle = load_seed_bundle()
     rule = bundle["rules"][0]
     rule["status"] = "withdrawn"
-    bundle_load(user=reviewer, bundle={**bundle, "cases": [], "sources": [], "methods": []},
-                summary="Withdraw rule")
+    bundle_load(
+        user=reviewer,
+        bundle={**bundle, "cases": [], "sources": [], "methods": []},
+        summary="Withdraw rule",
+    )
     document = case_doc(bundle, "CP22-003")
     document["relations"] = [{"case": "CP22-002", "kind": "same_event", "note": "merged"}]
-    document["attributions"] = [
-        {"figure": "FIG-CP22-002-RESPONSES", "role": "context", "note": ""}
-    ]
+    document["attributions"] = [{"figure": "FIG-CP22-002-RESPONSES", "role": "context", "note": ""}]
     other = case_doc(bundle, "CP22-002")
     other["relations"] = document["relations"][:1]
     other["relations"][0] = {"case": "CP22-003", "kind": "same_event", "note": "merged"}
     bundle_load(
         user=reviewer,
-        bundle={"format": "claimsdb.bundle/1", "methods": [], "sources": [], "rules": [],
-                "cases": [other, document]},
+        bundle={
+            "format": "claimsdb.bundle/1",
+            "methods": [],
+            "sources": [],
+            "rules": [],
+            "cases": [other, document],
+        },
         summary="Treat as one event",
     )
     attributed = Revision.objects.filter(record_key="CP22-003").latest("number").number
@@ -129,8 +135,9 @@ def test_parallel_writers_get_unique_gapless_numbers(request):
             for round_ in range(3):
                 document = record_document("case", "CP22-003")
                 document["summary"] = f"writer {index} round {round_}"
-                case_update(user=reviewer, key="CP22-003", document=document,
-                            summary=f"w{index} r{round_}")
+                case_update(
+                    user=reviewer, key="CP22-003", document=document, summary=f"w{index} r{round_}"
+                )
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
         finally:

@@ -194,7 +194,9 @@ def test_create_existing_key_is_a_conflict(seeded, analyst):
             {("relation.case_unknown", "relations[1].case")},
         ),
         (
-            lambda d: d["attributions"].append({"figure": "FIG-NOPE", "role": "context", "note": ""}),
+            lambda d: d["attributions"].append(
+                {"figure": "FIG-NOPE", "role": "context", "note": ""}
+            ),
             {("attribution.figure_unknown", "attributions[0].figure")},
         ),
         (
@@ -272,7 +274,9 @@ def test_stale_edit_is_refused(seeded, analyst):
     base = Revision.objects.filter(record_key="CP22-003").latest("number").number
     document = case_doc(seeded, "CP22-003")
     document["title"] = "First"
-    case_update(user=analyst, key="CP22-003", document=document, summary="1", expected_revision=base)
+    case_update(
+        user=analyst, key="CP22-003", document=document, summary="1", expected_revision=base
+    )
     document["title"] = "Second"
     with pytest.raises(StaleRevision) as stale:
         case_update(
@@ -314,7 +318,11 @@ def test_sources_update(seeded, analyst):
     source = copy.deepcopy(seeded["sources"][0])
     source["notes"] = "Checked again."
     outcome = source_update(
-        user=analyst, key=source["key"], document=source, summary="Note", expected_revision=ANY_REVISION
+        user=analyst,
+        key=source["key"],
+        document=source,
+        summary="Note",
+        expected_revision=ANY_REVISION,
     )
     assert outcome.outcome == "updated"
     assert outcome.document["notes"] == "Checked again."
@@ -323,7 +331,9 @@ def test_sources_update(seeded, analyst):
 def test_relations_show_on_both_cases_and_version_both(seeded, analyst):
     created = case_create(
         user=analyst,
-        document=new_case(relations=[{"case": "CP22-003", "kind": "related_distinct", "note": "n"}]),
+        document=new_case(
+            relations=[{"case": "CP22-003", "kind": "related_distinct", "note": "n"}]
+        ),
         summary="Related",
     )
     other = record_document("case", "CP22-003")

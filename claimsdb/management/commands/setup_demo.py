@@ -47,6 +47,5 @@ class Command(BaseCommand):
                 stderr=self.stderr,
             )
         self.stdout.write(
-            f"Demo users: viewer, analyst, reviewer — password {password} "
-            f"(kept in {PASSWORD_FILE.relative_to(settings.BASE_DIR)})"
+            f"Demo users: viewer, analyst, reviewer — password {password} (kept in {PASSWORD_FILE})"
         )
