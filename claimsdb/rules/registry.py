@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from .codes import CODES
+
 if TYPE_CHECKING:
     from claimsdb.records import RuleViolation
 
@@ -26,15 +28,12 @@ ScopeRuleCheck = Callable[["ScopeState"], Iterable["RuleViolation"]]
 FIELD_RULES: dict[str, list[FieldRule]] = {"case": [], "source": [], "rule": [], "method": []}
 SCOPE_RULES: list[ScopeRuleCheck] = []
 
-# Every stable code, with the sentence the README and the API schema show for it.
-CODES: dict[str, str] = {}
 
 
 def field_rule(kind: str, *codes: str) -> Callable[[FieldRule], FieldRule]:
     def register(function: FieldRule) -> FieldRule:
         FIELD_RULES[kind].append(function)
-        for code in codes:
-            CODES.setdefault(code, (function.__doc__ or "").strip().splitlines()[0])
+        _known(codes)
         return function
 
     return register
@@ -43,11 +42,16 @@ def field_rule(kind: str, *codes: str) -> Callable[[FieldRule], FieldRule]:
 def scope_rule(*codes: str) -> Callable[[ScopeRuleCheck], ScopeRuleCheck]:
     def register(function: ScopeRuleCheck) -> ScopeRuleCheck:
         SCOPE_RULES.append(function)
-        for code in codes:
-            CODES.setdefault(code, (function.__doc__ or "").strip().splitlines()[0])
+        _known(codes)
         return function
 
     return register
+
+
+def _known(codes: tuple[str, ...]) -> None:
+    unknown = [code for code in codes if code not in CODES]
+    if unknown:
+        raise ValueError(f"document these codes in rules/codes.py first: {unknown}")
 
 
 def run_field_rules(kind: str, document: dict[str, Any], context: DocumentContext):

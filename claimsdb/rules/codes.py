@@ -1,0 +1,69 @@
+"""Every stable violation code claimsdb reports, with what it means.
+
+Tools match on these codes; the messages beside them may be reworded, the codes never.
+"""
+
+CODES: dict[str, str] = {
+    # documents
+    "document.malformed": "the input is not valid JSON (or not UTF-8)",
+    "document.format": "the document's `format` is not one this endpoint or loader reads",
+    "document.missing_field": "a field of the record format is missing",
+    "document.unknown_field": "a field that is not part of the record format",
+    "document.type": "a field has the wrong JSON type",
+    "document.invalid_value": "a value outside the field's vocabulary, pattern, or length",
+    "document.duplicate_key": "the same record twice in one bundle",
+    "document.inconsistent": "two documents of one change disagree (e.g. the two sides of a "
+    "relation)",
+    # records
+    "record.key_format": "a record key does not match its pattern",
+    "record.exists": "creating a record whose key is taken (HTTP 409)",
+    "record.key_mismatch": "the document's key (or a claim's ID) differs from the one addressed",
+    "revision.summary_required": "every change needs a summary",
+    "revision.stale": "the edit is based on an older revision than the record's latest "
+    "(HTTP 412)",
+    "permission.denied": "the acting user's role does not allow this change",
+    # claims and evidence
+    "claim.id_format": "a claim ID does not match ^CLM-[A-Z0-9]+(-[A-Z0-9]+)*$",
+    "claim.id_taken": "a claim ID is used by another case, or belonged to a removed claim: "
+    "IDs are never reused",
+    "claim.id_duplicate": "the same claim ID twice in one case",
+    "claim.evidence_required": "supported/partially_supported claims need a `supports` link; "
+    "refuted claims a `contradicts` link",
+    "evidence.source_unknown": "an evidence link names a source that does not exist",
+    # assessments
+    "assessment.method_unknown": "the assessment names a method that does not exist",
+    "assessment.value_missing": "a dimension of the method has no value",
+    "assessment.value_unknown": "a value (or dimension) that is not in the method's vocabulary",
+    "assessment.impact_reason": "impact is null exactly when a non-empty ungraded reason is given",
+    "assessment.impact_range": "impact lies outside the method's scale",
+    "assessment.impact_basis": "a graded impact needs, in the evidence basis, a claim "
+    "supporting a production figure attributable to this case",
+    "assessment.basis_foreign": "evidence-basis claims must belong to this case and its "
+    "sources must exist",
+    # figures, attributions, relations
+    "figure.id_format": "a figure ID does not match ^FIG-[A-Z0-9]+(-[A-Z0-9]+)*$",
+    "figure.id_duplicate": "the same figure ID twice in one case",
+    "figure.id_taken": "a figure ID that belongs to another case",
+    "figure.claim_unknown": "a figure names a claim that does not exist",
+    "figure.in_use": "removing a figure that another case attributes or a scope rule names",
+    "attribution.figure_unknown": "an attribution names a figure that does not exist",
+    "relation.case_unknown": "a relation names a case that does not exist (or the case itself)",
+    "relation.duplicate": "the same relation listed twice",
+    "case.reproduction_runs_readonly": "a document must carry exactly the imported runs the "
+    "case has: runs are written only by the importer",
+    # scope
+    "scope.non_attribution": "a figure named by a non-attribution rule is attributed to the "
+    "case the rule names",
+    "scope.cross_case_figure": "a figure is attributed to a case other than its own and its "
+    "same_event cases",
+    "scope.lab_not_impact": "a lab figure is used as an impact basis",
+    "scope.relation_conflict": "two cases are both same_event and related_distinct, or a "
+    "same_event relation bridges a non-attribution rule",
+    "scope.rule_conflict": "a new or reactivated rule that existing data already breaks (every "
+    "offending record and path is listed)",
+    # rule and method records
+    "rule.figure_unknown": "a scope rule names a figure that does not exist",
+    "rule.case_unknown": "a scope rule names a case that does not exist",
+    "method.invalid": "a method's dimensions, values or impact scale are malformed",
+    "method.in_use": "a method used by assessments is immutable: publish a new version",
+}
