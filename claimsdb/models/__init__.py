@@ -4,6 +4,7 @@ from .assessments import Assessment, AssessmentMethod
 from .cases import Attribution, Case, CaseTag, Control, Figure, Relation, Unknown
 from .claims import Claim, ClaimIdReservation, EvidenceLink
 from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
+from .releases import Release, ReleaseChange, ReleaseEntry
 from .revisions import LedgerHead, Revision
 from .scope import ScopeRule
 from .sources import Source
@@ -22,6 +23,9 @@ __all__ = [
     "ImportReport",
     "LedgerHead",
     "Relation",
+    "Release",
+    "ReleaseChange",
+    "ReleaseEntry",
     "ReproductionRun",
     "ReproductionScenario",
     "Revision",
