@@ -5,8 +5,10 @@ from django.urls import include, path
 urlpatterns = [
     path("api/v1/", include("claimsdb.api.urls")),
     path("api/v1/", include("claimsdb.api.import_urls")),
+    path("api/v1/", include("claimsdb.api.release_urls")),
     path("", include("claimsdb.web.urls")),
     path("", include("claimsdb.web.import_urls")),
+    path("", include("claimsdb.web.release_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

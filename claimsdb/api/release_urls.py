@@ -1,0 +1,3 @@
+"""REST API for releases."""
+
+urlpatterns: list = []

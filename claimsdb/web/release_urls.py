@@ -1,0 +1,3 @@
+"""Release pages, feed and citation downloads."""
+
+urlpatterns: list = []
