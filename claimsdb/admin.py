@@ -33,5 +33,7 @@ for model in (
     models.ReproductionScenario,
     models.Revision,
     models.ImportReport,
+    models.Release,
+    models.ReleaseEntry,
 ):
     admin.site.register(model, ReadOnlyAdmin)

@@ -61,8 +61,13 @@ class StaleRevision(RuleViolations):
             [
                 RuleViolation(
                     "revision.stale",
-                    f"{record} has changed since revision {expected}: its latest revision is "
-                    f"{current}. Reload it, reapply your change and save again.",
+                    (
+                        f"{record} has changed since revision {expected}: its latest revision "
+                        f"is {current}. "
+                        if expected is not None
+                        else f"{record} was written (revision {current}) after you started. "
+                    )
+                    + "Reload it, reapply your change and save again.",
                     "",
                 )
             ]

@@ -223,6 +223,8 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
                 )
             )
             return None
+        if "\x00" in value:  # no database stores it alike (PostgreSQL refuses it)
+            problems.append(RuleViolation("document.invalid_value", NUL_MESSAGE, path))
         if spec.max_length is not None and len(value) > spec.max_length:
             problems.append(
                 RuleViolation(
@@ -293,6 +295,8 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
                 RuleViolation("document.type", f"must be an object, not {type_name(value)}", path)
             )
             return None
+        if _contains_nul(value):
+            problems.append(RuleViolation("document.invalid_value", NUL_MESSAGE, path))
         return value
     if kind == "object":
         if not isinstance(value, dict):
@@ -324,6 +328,19 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
                 )
         return result
     raise AssertionError(f"unknown field kind {kind}")
+
+
+NUL_MESSAGE = "must not contain NUL characters (\\u0000)"
+
+
+def _contains_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_contains_nul(item) for item in value)
+    return False
 
 
 def type_name(value: Any) -> str:

@@ -6,10 +6,12 @@ import copy
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 
 from claimsdb.models import Claim
 from claimsdb.records import RecordNotFound, RuleViolation, RuleViolations, record_document
 
+from .ledger import lock_head
 from .records import ANY_REVISION, record_update
 from .writer import WriteOutcome
 
@@ -33,6 +35,21 @@ def _refuse_not_object(claim: Any) -> None:
         raise RuleViolations([RuleViolation("document.type", "a claim must be an object", "")])
 
 
+def _under_lock(function):
+    """Read the case and write it back in one transaction under the ledger lock, so a change
+    landing between the read and the write cannot be lost (even without a base revision)."""
+
+    def locked(**kwargs):
+        with transaction.atomic():
+            lock_head()
+            return function(**kwargs)
+
+    locked.__name__ = function.__name__
+    locked.__doc__ = function.__doc__
+    return locked
+
+
+@_under_lock
 def claim_add(
     *,
     user: AbstractBaseUser,
@@ -59,6 +76,7 @@ def claim_add(
     )
 
 
+@_under_lock
 def claim_update(
     *,
     user: AbstractBaseUser,
@@ -89,6 +107,7 @@ def claim_update(
     )
 
 
+@_under_lock
 def claim_withdraw(
     *,
     user: AbstractBaseUser,

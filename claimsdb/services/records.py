@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 
 from claimsdb.records import (
     RecordNotFound,
@@ -15,6 +16,7 @@ from claimsdb.records import (
     record_document,
 )
 
+from .ledger import lock_head
 from .writer import RecordWrite, WriteOutcome, write_records
 
 
@@ -116,21 +118,23 @@ def record_withdraw(
     expected_revision: Any = ANY_REVISION,
 ) -> WriteOutcome:
     """Withdraw a record: its status becomes ``withdrawn``; nothing is erased."""
-    document = record_document(kind, key)
-    if document is None:
-        raise RecordNotFound(kind, key)
-    document = copy.deepcopy(document)
-    document["status"] = "withdrawn"
-    return _write(
-        user=user,
-        kind=kind,
-        document=document,
-        mode="update",
-        summary=summary,
-        material=material,
-        expected_revision=expected_revision,
-        action="withdraw",
-    )
+    with transaction.atomic():
+        lock_head()  # the document read below is the one written back
+        document = record_document(kind, key)
+        if document is None:
+            raise RecordNotFound(kind, key)
+        document = copy.deepcopy(document)
+        document["status"] = "withdrawn"
+        return _write(
+            user=user,
+            kind=kind,
+            document=document,
+            mode="update",
+            summary=summary,
+            material=material,
+            expected_revision=expected_revision,
+            action="withdraw",
+        )
 
 
 def case_create(**kwargs) -> WriteOutcome:

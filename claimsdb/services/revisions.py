@@ -6,10 +6,12 @@ import json
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 
 from claimsdb.models import Revision
 from claimsdb.records import RecordNotFound, record_document
 
+from .ledger import lock_head
 from .records import ANY_REVISION
 from .writer import RecordWrite, WriteOutcome, write_records
 
@@ -27,6 +29,12 @@ def revision_revert(
     Imported reproduction runs are kept as they are now: a revert restores what analysts
     wrote and never drops imported evidence.
     """
+    with transaction.atomic():
+        lock_head()  # the runs read below are the ones kept
+        return _revert(user, number, summary, material, expected_revision)
+
+
+def _revert(user, number: int, summary: str, material: bool, expected_revision: Any):
     revision = Revision.objects.filter(number=number).first()
     if revision is None:
         raise RecordNotFound("revision", str(number))
