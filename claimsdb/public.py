@@ -1,0 +1,538 @@
+"""The public record: what anonymous visitors see (DESIGN.md §4). The one source of truth.
+
+The public sees, for each record, the revision of the latest release that has an entry for
+it (``released_revision``), and only that revision's snapshot. Signed-in users with a role
+see the working state (``visible_document``). Every list selector here runs a fixed number
+of queries, whatever the number of records.
+
+Revision URLs of released revisions never change content (``is_released_revision``,
+``immutable_headers``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any, NamedTuple
+
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
+from django.utils.cache import patch_vary_headers
+
+from claimsdb import selectors
+from claimsdb.models import Release, ReleaseChange, ReleaseEntry, Revision
+from claimsdb.records import record_document
+from claimsdb.records.schema import BUNDLE_FORMAT
+from claimsdb.services.permissions import has_role
+
+# The path segment of each kind's pages: /cases/<key>/, /sources/<key>/…
+KIND_PATHS = {"case": "cases", "source": "sources", "rule": "rules", "method": "methods"}
+BUNDLE_LISTS = {"case": "cases", "source": "sources", "rule": "rules", "method": "methods"}
+KIND_ORDER = {"case": 0, "source": 1, "rule": 2, "method": 3}
+IMMUTABLE = "max-age=31536000, immutable"
+CHANGE_VERBS = {
+    ReleaseChange.NEW: "new in release",
+    ReleaseChange.UPDATED: "updated in release",
+    ReleaseChange.WITHDRAWN: "withdrawn in release",
+}
+NOT_RELEASED = "not yet released"
+
+
+class ReleasedRecord(NamedTuple):
+    """A record as the public sees it: unpacks as ``(key, document, revision)``."""
+
+    key: str
+    document: dict[str, Any]
+    revision: Revision
+
+
+# --- paths --------------------------------------------------------------------------------
+
+
+def record_path(kind: str, key: str) -> str:
+    return f"/{KIND_PATHS[kind]}/{key}/"
+
+
+def revision_path(kind: str, key: str, number: int) -> str:
+    """The page of one revision of a record (``/cases/CP22-003/revisions/13/``)."""
+    return f"/{KIND_PATHS[kind]}/{key}/revisions/{number}/"
+
+
+def diff_path(kind: str, key: str, a: int, b: int) -> str:
+    return f"/{KIND_PATHS[kind]}/{key}/diff/{a}/{b}/"
+
+
+# --- releases -----------------------------------------------------------------------------
+
+
+def release_list() -> QuerySet[Release]:
+    """Releases, newest first, each annotated with ``count_<change>`` for every change."""
+    return Release.objects.order_by("-number").annotate(
+        **{
+            f"count_{change}": Count("entries", filter=Q(entries__change=change))
+            for change in ReleaseChange.values
+        }
+    )
+
+
+def release_counts(release: Release) -> dict[str, int]:
+    """``{"new": 3, "updated": 1, …}`` of a release from ``release_list()``."""
+    return {change: getattr(release, f"count_{change}") for change in ReleaseChange.values}
+
+
+def release_get(number: int) -> Release | None:
+    return release_list().select_related("published_by").filter(number=number).first()
+
+
+def latest_release() -> Release | None:
+    return Release.objects.order_by("-number").first()
+
+
+def release_entries(release: Release, *, with_snapshots: bool = False) -> list[ReleaseEntry]:
+    """A release's entries (cases, sources, rules, methods; by key), each with its revision
+    and ``previous_revision``: the revision number the previous release published for the
+    record (None if it had none). Two queries."""
+    entries = ReleaseEntry.objects.filter(release=release).select_related("revision")
+    if not with_snapshots:
+        entries = entries.defer("revision__snapshot")
+    entries = list(entries)
+    previous = {
+        (kind, key): number
+        for kind, key, number in ReleaseEntry.objects.filter(
+            release__number=release.number - 1
+        ).values_list("record_kind", "record_key", "revision__number")
+    }
+    for entry in entries:
+        entry.previous_revision = previous.get((entry.record_kind, entry.record_key))
+    entries.sort(key=lambda e: (KIND_ORDER[e.record_kind], e.record_key))
+    return entries
+
+
+def revision_titles(revision_ids: list[int]) -> dict[int, str]:
+    """The title each revision's snapshot gives its record ("" for scope rules). One query."""
+    return {
+        pk: json.loads(snapshot).get("title", "")
+        for pk, snapshot in Revision.objects.filter(id__in=revision_ids).values_list(
+            "id", "snapshot"
+        )
+    }
+
+
+def release_bundle(release: Release) -> dict[str, Any]:
+    """A release as a ``claimsdb.bundle/1``: every entry's snapshot (withdrawn ones too),
+    lists sorted by key. Built from the ledger alone, so it never changes."""
+    bundle: dict[str, Any] = {"format": BUNDLE_FORMAT}
+    bundle.update({name: [] for name in BUNDLE_LISTS.values()})
+    rows = (
+        ReleaseEntry.objects.filter(release=release)
+        .order_by("record_kind", "record_key")
+        .values_list("record_kind", "record_key", "revision__snapshot")
+    )
+    for kind, _key, snapshot in rows:
+        bundle[BUNDLE_LISTS[kind]].append(json.loads(snapshot))
+    for name in BUNDLE_LISTS.values():
+        bundle[name].sort(key=lambda document: document["key"])
+    return bundle
+
+
+# --- what the public sees ----------------------------------------------------------------
+
+
+def _release_number(release: Release | int | None) -> int | None:
+    return release.number if isinstance(release, Release) else release
+
+
+def released_entry(
+    kind: str, key: str, release: Release | int | None = None
+) -> ReleaseEntry | None:
+    """The entry the public sees for a record (as of ``release``, else now), or None."""
+    entries = ReleaseEntry.objects.filter(record_kind=kind, record_key=key)
+    number = _release_number(release)
+    if number is not None:
+        entries = entries.filter(release__number__lte=number)
+    return entries.select_related("revision", "release").order_by("-release__number").first()
+
+
+def released_revision(kind: str, key: str, release: Release | int | None = None) -> Revision | None:
+    """The revision the public sees: from the latest release (up to ``release``) that has
+    an entry for the record. None if it was never released."""
+    entry = released_entry(kind, key, release)
+    return entry.revision if entry else None
+
+
+def released_document(kind: str, key: str) -> dict[str, Any] | None:
+    """The document the public sees (its released snapshot), or None."""
+    revision = released_revision(kind, key)
+    return json.loads(revision.snapshot) if revision else None
+
+
+def _released_entries(kind: str, release: Release | int | None = None) -> QuerySet[ReleaseEntry]:
+    """For each record of ``kind``, the entry of the latest release (up to ``release``, else
+    now) that has one."""
+    latest = ReleaseEntry.objects.filter(record_kind=kind, record_key=OuterRef("record_key"))
+    number = _release_number(release)
+    if number is not None:
+        latest = latest.filter(release__number__lte=number)
+    latest = latest.order_by("-release__number").values("pk")[:1]
+    return ReleaseEntry.objects.filter(record_kind=kind, pk=Subquery(latest))
+
+
+def released_records(kind: str, *, include_withdrawn: bool = False) -> list[ReleasedRecord]:
+    """Every released record of ``kind`` as the public sees it, by key. One query.
+
+    Withdrawn records are left out unless ``include_withdrawn`` (their pages still show
+    them, marked withdrawn).
+    """
+    records = []
+    for entry in _released_entries(kind).select_related("revision").order_by("record_key"):
+        document = json.loads(entry.revision.snapshot)
+        if include_withdrawn or document.get("status") != "withdrawn":
+            records.append(ReleasedRecord(entry.record_key, document, entry.revision))
+    return records
+
+
+def released_search(query: str, limit: int = 50) -> dict[str, list[Any]]:
+    """Released cases (title, summary), their claims (statement) and released sources
+    (title) matching ``query``: every word appears, case-insensitively, in one of the
+    searched fields, or the query is the key (or claim ID). Withdrawn records are left out.
+
+    Returns ``{"cases": [ReleasedRecord], "claims": [{"case", "case_title", "id",
+    "statement", "status", "revision"}], "sources": [ReleasedRecord]}``, each by key.
+    """
+    query = query.strip()
+    results: dict[str, list[Any]] = {"cases": [], "claims": [], "sources": []}
+    if not query:
+        return results
+    words = [w.casefold() for w in query.split()]
+
+    def matches(*texts: str) -> bool:
+        folded = [t.casefold() for t in texts]
+        return all(any(word in text for text in folded) for word in words)
+
+    exact = query.casefold()
+    for key, document, revision in _released_matching("case", words):
+        if matches(document["title"], document["summary"]) or key.casefold() == exact:
+            results["cases"].append(ReleasedRecord(key, document, revision))
+        for claim in document["claims"]:
+            if matches(claim["statement"]) or claim["id"].casefold() == exact:
+                results["claims"].append(
+                    {
+                        "case": key,
+                        "case_title": document["title"],
+                        "id": claim["id"],
+                        "statement": claim["statement"],
+                        "status": claim["status"],
+                        "revision": revision.number,
+                    }
+                )
+    for key, document, revision in _released_matching("source", words):
+        if matches(document["title"]) or key.casefold() == exact:
+            results["sources"].append(ReleasedRecord(key, document, revision))
+    results["claims"].sort(key=lambda claim: (claim["case"], claim["id"]))
+    return {name: found[:limit] for name, found in results.items()}
+
+
+def _released_matching(kind: str, words: list[str]) -> list[ReleasedRecord]:
+    """Released records whose snapshot contains every word: a database-side pre-filter
+    (a superset of the matches), checked field by field by the caller.
+
+    Words JSON would escape, or whose case folding the database may not share, are left to
+    the caller: a key or claim ID query matches the snapshot text as it stands.
+    """
+    entries = _released_entries(kind).select_related("revision")
+    for word in words:
+        if word.isascii() and word.isprintable() and not set(word) & {'"', "\\"}:
+            entries = entries.filter(revision__snapshot__icontains=word)
+    return [
+        record
+        for record in (
+            ReleasedRecord(e.record_key, json.loads(e.revision.snapshot), e.revision)
+            for e in entries.order_by("record_key")
+        )
+        if record.document.get("status") != "withdrawn"
+    ]
+
+
+# --- what a released page shows around its record ----------------------------------------
+# A released record page shows the records it names (sources, methods, scope rules, other
+# cases' figures and relations) as a release published them, never as they are being edited.
+# ``release`` pins them to one release (the page of a released revision never changes);
+# without it, the latest. One query each, whatever the number of records.
+
+
+def released_documents(
+    kind: str, keys: set[str] | list[str], release: Release | int | None = None
+) -> dict[str, dict[str, Any]]:
+    """The released documents of the named records of ``kind``, by key (withdrawn ones
+    included; records never released are left out)."""
+    keys = set(keys)
+    if not keys:
+        return {}
+    rows = (
+        _released_entries(kind, release)
+        .filter(record_key__in=keys)
+        .values_list("record_key", "revision__snapshot")
+    )
+    return {key: json.loads(snapshot) for key, snapshot in rows}
+
+
+def _member(name: str, value: str) -> str:
+    """``"name":value`` as a compact canonical snapshot spells it (``"case":"CP22-003"``)."""
+    return f"{json.dumps(name)}:{json.dumps(value, ensure_ascii=False)}"
+
+
+def _released_containing(
+    kind: str,
+    fragments: list[str],
+    release: Release | int | None = None,
+    *,
+    include_withdrawn: bool = False,
+) -> list[ReleasedRecord]:
+    """Released records of ``kind`` whose snapshot holds one of ``fragments``: a database-side
+    pre-filter (a superset of the matches) that the caller checks document by document."""
+    if not fragments:
+        return []
+    condition = Q()
+    for fragment in fragments:
+        condition |= Q(revision__snapshot__contains=fragment)
+    entries = (
+        _released_entries(kind, release)
+        .filter(condition)
+        .select_related("revision")
+        .order_by("record_key")
+    )
+    records = (
+        ReleasedRecord(e.record_key, json.loads(e.revision.snapshot), e.revision) for e in entries
+    )
+    return [
+        record
+        for record in records
+        if include_withdrawn or record.document.get("status") != "withdrawn"
+    ]
+
+
+def released_figures(
+    figure_ids: set[str] | list[str], release: Release | int | None = None
+) -> dict[str, dict[str, Any]]:
+    """The named figures as the released documents of their cases give them
+    (``selectors.figure_row``), by ID."""
+    wanted = set(figure_ids)
+    cases = _released_containing(
+        "case", [_member("id", f) for f in sorted(wanted)], release, include_withdrawn=True
+    )
+    return {
+        figure["id"]: selectors.figure_row(figure, key)
+        for key, document, _ in cases
+        for figure in document["figures"]
+        if figure["id"] in wanted
+    }
+
+
+def released_scope(
+    document: dict[str, Any], release: Release | int | None = None
+) -> dict[str, Any]:
+    """``selectors.scope_of_document`` from a release: its active scope rules naming the case
+    or its figures, the figures they name, and the directed relations of its other cases
+    pointing at this one. Three queries."""
+    key = document["key"]
+    own = [f["id"] for f in document["figures"]]
+    rules = [
+        rule
+        for _, rule, _ in _released_containing(
+            "rule", [_member("case", key), *(_member("figure", f) for f in own)], release
+        )
+        if rule["status"] == "active" and (rule["case"] == key or rule["figure"] in own)
+    ]
+    wanted = {r["figure"] for r in rules} | {a["figure"] for a in document["attributions"]}
+    incoming = sorted(
+        (
+            {"case": other, "kind": relation["kind"], "note": relation["note"]}
+            for other, other_document, _ in _released_containing(
+                "case", [_member("case", key)], release
+            )
+            if other != key
+            for relation in other_document["relations"]
+            if relation["case"] == key and relation["kind"] not in selectors.SYMMETRIC_RELATIONS
+        ),
+        key=lambda relation: (relation["case"], relation["kind"]),
+    )
+    return selectors.scope_sections(document, rules, released_figures(wanted, release), incoming)
+
+
+def released_citations(source_key: str) -> list[dict[str, Any]]:
+    """The claims of released cases with an evidence link to a source, by case and in each
+    case's order: ``{"case", "claim_id", "statement", "relation", "locator"}``."""
+    return [
+        {
+            "case": case_key,
+            "claim_id": claim["id"],
+            "statement": claim["statement"],
+            "relation": link["relation"],
+            "locator": link["locator"],
+        }
+        for case_key, document, _ in _released_containing("case", [_member("source", source_key)])
+        for claim in document["claims"]
+        for link in claim["evidence"]
+        if link["source"] == source_key
+    ]
+
+
+def released_link_counts() -> dict[str, int]:
+    """How many evidence links of released cases cite each source, by source key."""
+    counts: dict[str, int] = {}
+    for _, document, _ in released_records("case"):
+        for claim in document["claims"]:
+            for link in claim["evidence"]:
+                counts[link["source"]] = counts.get(link["source"], 0) + 1
+    return counts
+
+
+def is_released_revision(number: int) -> Release | None:
+    """The first release that published revision ``number``, or None.
+
+    A released revision's pages never change: they may be cached for ever.
+    """
+    entry = (
+        ReleaseEntry.objects.filter(revision__number=number)
+        .select_related("release")
+        .order_by("release__number")
+        .first()
+    )
+    return entry.release if entry else None
+
+
+def release_of_revision(kind: str, key: str, number: int) -> Release | None:
+    """The first release whose entry for this record points at revision ``number``."""
+    entry = (
+        ReleaseEntry.objects.filter(record_kind=kind, record_key=key, revision__number=number)
+        .select_related("release")
+        .order_by("release__number")
+        .first()
+    )
+    return entry.release if entry else None
+
+
+def material_history(kind: str, key: str, *, public: bool) -> list[dict[str, Any]]:
+    """A record's material revisions, newest first, each with the release that made it
+    public: ``{"date", "created_at", "action", "material", "revision", "release",
+    "change", "published", "release_label"}`` (``release_label``: "new in release 12",
+    "updated in release 13", "withdrawn in release 14" or "not yet released").
+
+    A revision counts as released by the first release publishing it or a later revision
+    of the record (an intermediate revision's change became public with the later one).
+    ``published`` is True when a release points at this very revision: only then may
+    anonymous readers open its page (link it only then).
+    ``public=True`` lists only revisions up to the one the public sees (none if the record
+    was never released). Two queries.
+    """
+    entries = list(
+        ReleaseEntry.objects.filter(record_kind=kind, record_key=key)
+        .order_by("release__number")
+        .values_list("release__number", "revision__number", "change")
+    )
+    published = {number for _, number, _ in entries}
+    revisions = (
+        Revision.objects.filter(record_kind=kind, record_key=key, material=True)
+        .order_by("-number")
+        .values_list("number", "action", "created_at")
+    )
+    if public:
+        if not entries:
+            return []
+        revisions = revisions.filter(number__lte=entries[-1][1])
+    history = []
+    for number, action, created_at in revisions:
+        release, change = next(
+            ((r, c) for r, n, c in entries if n >= number and c != ReleaseChange.UNCHANGED),
+            (None, None),
+        )
+        history.append(
+            {
+                "date": created_at.astimezone(dt.UTC).date(),
+                "created_at": created_at,
+                "action": action,
+                "material": True,
+                "revision": number,
+                "release": release,
+                "change": change,
+                "published": number in published,
+                "release_label": f"{CHANGE_VERBS[change]} {release}" if release else NOT_RELEASED,
+            }
+        )
+    return history
+
+
+# --- who sees what -----------------------------------------------------------------------
+
+
+def may_read_working_state(user) -> bool:
+    """Signed-in users with a role (viewer and up) read the working state."""
+    return has_role(user, "viewer")
+
+
+def visible_document(user, kind: str, key: str) -> tuple[dict[str, Any], int] | None:
+    """The document of a record this user sees and its revision number, or None.
+
+    Users with a role see the working state (the live document, its latest revision);
+    anonymous users and users without a role see the released snapshot only.
+    """
+    if may_read_working_state(user):
+        latest = (
+            Revision.objects.filter(record_kind=kind, record_key=key)
+            .order_by("-number")
+            .values_list("number", flat=True)
+            .first()
+        )
+        document = record_document(kind, key)
+        return (document, latest) if document is not None else None
+    revision = released_revision(kind, key)
+    return (json.loads(revision.snapshot), revision.number) if revision else None
+
+
+def may_see_revision(user, kind: str, key: str, number: int) -> bool:
+    """Users with a role see every revision; others only those some release published."""
+    if may_read_working_state(user):
+        return True
+    return release_of_revision(kind, key, number) is not None
+
+
+# --- caching ------------------------------------------------------------------------------
+
+
+def revision_etag(revision_number: int) -> str:
+    return f'"{revision_number}"'
+
+
+def immutable_headers(
+    response: HttpResponse, revision_number: int, *, request: HttpRequest | None = None
+) -> bool:
+    """Mark the response to a released revision's page as cacheable for ever.
+
+    Sets ``Cache-Control: public, max-age=31536000, immutable``, ``ETag: "<n>"`` and
+    ``Vary: Cookie`` when the revision is released, and returns True; does nothing (and
+    returns False) otherwise.
+
+    Pass ``request`` for HTML pages: a signed-in user's copy carries per-user content (the
+    header, a CSRF token in a revert form that would go stale after the next sign-in), so
+    it is left uncached and only anonymous copies are marked.
+    """
+    if request is not None and request.user.is_authenticated:
+        return False
+    if is_released_revision(revision_number) is None:
+        return False
+    response["Cache-Control"] = f"public, {IMMUTABLE}"
+    response["ETag"] = revision_etag(revision_number)
+    patch_vary_headers(response, ["Cookie"])
+    return True
+
+
+def released_not_modified(request: HttpRequest, revision_number: int) -> HttpResponse | None:
+    """A 304 for ``If-None-Match: "<n>"`` on a released revision's page, else None
+    (never for signed-in users: see ``immutable_headers``)."""
+    header = request.headers.get("If-None-Match", "")
+    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
+    etag = revision_etag(revision_number)
+    if etag not in tags and "*" not in tags:
+        return None
+    response = HttpResponseNotModified()
+    return response if immutable_headers(response, revision_number, request=request) else None
