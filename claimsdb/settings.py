@@ -142,6 +142,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise expects it, before collectstatic
 STATICFILES_DIRS = [BASE_DIR / "claimsdb" / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -181,17 +182,48 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "claimsdb.api.rest.CanonicalJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PARSER_CLASSES": [
+        "claimsdb.api.rest.DocumentJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "claimsdb.api.rest.Pagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "claimsdb.api.errors.exception_handler",
+    # Password guessing at /api/v1/auth/token/, per client address.
+    "DEFAULT_THROTTLE_RATES": {"auth-token": os.environ.get("API_TOKEN_RATE", "20/minute")},
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "claimsdb API",
-    "DESCRIPTION": "Records, claims, revisions and imports of the claimsdb knowledge base.",
+    "DESCRIPTION": (
+        "Records, claims, revisions and imports of the claimsdb knowledge base. "
+        "Without credentials (or without a role) reads return the released record: the "
+        "revisions the latest release publishes. Signed-in users with a role read the working "
+        "state. Authenticate with `Authorization: Token <token>` (from "
+        "`POST /api/v1/auth/token/`). "
+        "A record's ETag is its latest revision number; writes take `?summary=` and "
+        "`?material=` and honour `If-Match`. Every error has the `Error` shape."
+    ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PUBLIC": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # no call-outs: Swagger UI would otherwise send the schema to validator.swagger.io
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "claimsdb.api.openapi.add_components",
+    ],
 }
 
 LOGGING = {

@@ -13,3 +13,6 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
 ]
+
+# A JSON 404 in the API's error shape under /api/, the site's page elsewhere.
+handler404 = "claimsdb.api.errors.not_found_handler"

@@ -1,3 +1,23 @@
-"""REST API for releases."""
+"""REST API for releases.
 
-urlpatterns: list = []
+The release number is matched as any text and checked by the view, so that a malformed
+number still gets a 404 in the API's error shape rather than the site's HTML page.
+"""
+
+from django.urls import re_path
+
+from . import releases
+
+urlpatterns = [
+    re_path(r"^releases/$", releases.ReleaseListView.as_view(), name="api-release-list"),
+    re_path(
+        r"^releases/(?P<number>[\s\S]+)/bundle\.json$",
+        releases.ReleaseBundleView.as_view(),
+        name="api-release-bundle",
+    ),
+    re_path(
+        r"^releases/(?P<number>[\s\S]+)/$",
+        releases.ReleaseDetailView.as_view(),
+        name="api-release-detail",
+    ),
+]

@@ -1,3 +1,59 @@
-"""REST API under /api/v1/ (DESIGN.md §7)."""
+"""REST API under /api/v1/ (DESIGN.md §7).
 
-urlpatterns: list = []
+Keys are matched with the ``key`` converter, which takes any non-empty text: method keys
+contain a slash (``methods/diggingbeagle.assessment/1/``, or ``…assessment%2F1/``), and an
+unknown key of any shape still reaches a view, which answers 404 in the API's error shape
+rather than the site's HTML page.
+"""
+
+from django.urls import path, register_converter
+
+from . import auth_views, docs_views, revision_views, views
+
+
+class AnyKeyConverter:
+    """Any non-empty text, slashes and newlines included."""
+
+    regex = r"[\s\S]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(AnyKeyConverter, "key")
+
+app_name = "api"
+
+urlpatterns = [
+    path("auth/token/", auth_views.TokenView.as_view(), name="token"),
+    path("schema/", docs_views.SchemaView.as_view(), name="schema"),
+    path("docs/", docs_views.SwaggerView.as_view(), name="docs"),
+    path("redoc/", docs_views.redoc, name="redoc"),
+    # cases, with their claims, history, diffs and reverts
+    path("cases/", views.CaseListView.as_view(), name="case-list"),
+    path("cases/<key:key>/claims/", views.CaseClaimsView.as_view(), name="case-claims"),
+    path(
+        "cases/<key:key>/revisions/",
+        revision_views.CaseRevisionsView.as_view(),
+        name="case-revisions",
+    ),
+    path("cases/<key:key>/diff/", revision_views.CaseDiffView.as_view(), name="case-diff"),
+    path("cases/<key:key>/revert/", revision_views.CaseRevertView.as_view(), name="case-revert"),
+    path("cases/<key:key>/", views.CaseDetailView.as_view(), name="case-detail"),
+    path("claims/<key:claim_id>/", views.ClaimDetailView.as_view(), name="claim-detail"),
+    path("sources/", views.SourceListView.as_view(), name="source-list"),
+    path("sources/<key:key>/", views.SourceDetailView.as_view(), name="source-detail"),
+    path("rules/", views.RuleListView.as_view(), name="rule-list"),
+    path("rules/<key:key>/", views.RuleDetailView.as_view(), name="rule-detail"),
+    path("methods/", views.MethodListView.as_view(), name="method-list"),
+    path("methods/<key:key>/", views.MethodDetailView.as_view(), name="method-detail"),
+    path("revisions/", revision_views.RevisionListView.as_view(), name="revision-list"),
+    path(
+        "revisions/<key:number>/",
+        revision_views.RevisionDetailView.as_view(),
+        name="revision-detail",
+    ),
+]

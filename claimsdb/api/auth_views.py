@@ -1,0 +1,58 @@
+"""API tokens: ``POST /api/v1/auth/token/`` with a username and password."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.parsers import FormParser
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+
+from . import openapi
+from .common import CanonicalJSONRenderer, DocumentJSONParser
+
+
+class TokenView(ObtainAuthToken):
+    """Exchange a username and password for the user's API token (created on first use)."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    parser_classes = [DocumentJSONParser, FormParser]
+    renderer_classes = [CanonicalJSONRenderer]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "auth-token"
+
+    @extend_schema(
+        operation_id="auth_token_create",
+        summary="Get an API token",
+        description="Send a username and password; use the token as "
+        "`Authorization: Token <token>` on later calls. The same token is returned until it "
+        "is revoked. Attempts are rate-limited per client address.",
+        tags=["auth"],
+        auth=[],
+        request={"application/json": openapi.ref("TokenRequest")},
+        examples=[
+            OpenApiExample(
+                "credentials",
+                value={"username": "analyst", "password": "secret"},
+                request_only=True,
+            )
+        ],
+        responses={
+            200: OpenApiResponse(
+                response=openapi.ref("Token"),
+                examples=[
+                    OpenApiExample(
+                        "token",
+                        value={"token": "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"},
+                        response_only=True,
+                    )
+                ],
+            ),
+            **openapi.error_responses(400, 415, 429),
+        },
+    )
+    def post(self, request: Request, *args, **kwargs) -> Response:
+        return super().post(request, *args, **kwargs)

@@ -1,0 +1,577 @@
+"""The OpenAPI description of the API: components, parameters, responses and examples.
+
+Document components (``CaseDocument``, ``Claim``…) are generated from the record schemas
+of ``claimsdb.records.schema`` — the same declarations that validate every write — so the
+schema cannot drift from what the services accept. ``add_components`` is a drf-spectacular
+postprocessing hook that puts them, and the ``Error`` shape, under ``components.schemas``;
+views refer to them with ``ref("CaseDocument")``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
+
+from claimsdb.records import schema as record_schema
+from claimsdb.rules.codes import CODES
+
+from .errors import PRECONDITION_REQUIRED
+
+KIND_COMPONENTS = {"case": "Case", "source": "Source", "rule": "Rule", "method": "Method"}
+KIND_FORMATS = {kind: fmt for fmt, kind in record_schema.FORMATS.items()}
+NAMED_FIELDS = {
+    id(record_schema.CLAIM): "Claim",
+    id(record_schema.EVIDENCE_LINK): "EvidenceLink",
+    id(record_schema.ASSESSMENT): "Assessment",
+    id(record_schema.FIGURE): "Figure",
+}
+
+
+def ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def document_ref(kind: str) -> dict[str, str]:
+    return ref(f"{KIND_COMPONENTS[kind]}Document")
+
+
+# --- components from the record schemas ---------------------------------------------------
+
+
+def field_schema(spec: record_schema.Field, components: dict[str, Any], top: bool = False):
+    """JSON schema (OpenAPI 3.0 dialect) of one ``records.schema.Field``."""
+    name = NAMED_FIELDS.get(id(spec))
+    if name and not top:
+        if name not in components:
+            components[name] = field_schema(spec, components, top=True)
+        return ref(name)
+    kind = spec.kind
+    if kind == "str":
+        result: dict[str, Any] = {"type": "string"}
+    elif kind == "pattern":
+        result = {"type": "string", "pattern": spec.pattern}
+    elif kind == "enum":
+        result = {"type": "string", "enum": list(spec.values)}
+    elif kind == "date":
+        result = {"type": "string", "format": "date"}
+    elif kind == "int":
+        result = {"type": "integer"}
+    elif kind == "number":
+        result = {"type": "number"}
+    elif kind == "list":
+        result = {"type": "array", "items": field_schema(spec.item, components)}
+    elif kind == "mapping":
+        result = {"type": "object", "additionalProperties": field_schema(spec.item, components)}
+    elif kind == "object_any":
+        result = {"type": "object", "additionalProperties": True}
+    elif kind == "object":
+        result = {
+            "type": "object",
+            "properties": {
+                field_name: field_schema(sub, components) for field_name, sub in spec.fields.items()
+            },
+            "additionalProperties": False,
+        }
+        required = [n for n, sub in spec.fields.items() if sub.optional_default is None]
+        if required:
+            result["required"] = required
+    else:  # pragma: no cover - every kind of records.schema is mapped above
+        raise AssertionError(f"unmapped field kind {kind}")
+    if spec.max_length is not None:
+        result["maxLength"] = spec.max_length
+    if spec.nullable:
+        result["nullable"] = True
+    return result
+
+
+def patch_schema(document: dict[str, Any], description: str) -> dict[str, Any]:
+    """A merge patch of a document: any of its fields, ``null`` to remove one."""
+    properties = {}
+    for name, sub in document["properties"].items():
+        prop = copy.deepcopy(sub)
+        if "$ref" in prop:
+            prop = {"allOf": [prop]}
+        prop["nullable"] = True
+        properties[name] = prop
+    return {
+        "type": "object",
+        "description": description,
+        "properties": properties,
+        "additionalProperties": False,
+    }
+
+
+# Codes the API itself reports, besides those of the knowledge base (claimsdb.rules.codes).
+API_CODES: dict[str, str] = {
+    "record.not_found": "no record (case, source, rule, method, claim, revision) by that key "
+    "(HTTP 404)",
+    "revision.precondition_required": "a whole-record PUT without If-Match (HTTP 428)",
+    "revision.precondition_invalid": "an If-Match header that is not * or quoted revisions",
+    "revision.material_invalid": "?material= is neither true nor false",
+    "revision.not_of_record": "a diff or revert names a revision of another record",
+    "server.error": "an unexpected error, logged on the server (HTTP 500)",
+}
+DRF_CODES = (
+    "not_authenticated",
+    "authentication_failed",
+    "permission_denied",
+    "not_found",
+    "parse_error",
+    "method_not_allowed",
+    "not_acceptable",
+    "unsupported_media_type",
+    "throttled",
+    "invalid",
+    "required",
+    "invalid_choice",
+)
+
+
+def error_components() -> dict[str, Any]:
+    codes = "\n".join(
+        f"- `{code}`: {meaning}" for code, meaning in sorted({**CODES, **API_CODES}.items())
+    )
+    drf = ", ".join(f"`{code}`" for code in DRF_CODES)
+    return {
+        "Error": {
+            "type": "object",
+            "description": "The one shape of every error response. `status` repeats the HTTP "
+            "status, `title` says what happened, `errors` lists every problem found.",
+            "properties": {
+                "status": {"type": "integer", "example": 400},
+                "title": {"type": "string", "example": "The change was refused"},
+                "errors": {"type": "array", "items": ref("ErrorItem")},
+            },
+            "required": ["status", "title", "errors"],
+        },
+        "ErrorItem": {
+            "type": "object",
+            "description": "One problem. `path` points into the document sent "
+            "(`claims[1].evidence[0].source`), or names a query parameter or header; it is "
+            "empty when the request as a whole is the problem. `record` names another record "
+            "when the problem lies there. `code` is stable; tools match on it, never on the "
+            f"message. The codes:\n\n{codes}\n\nand DRF's own: {drf}.",
+            "properties": {
+                "code": {"type": "string", "example": "scope.non_attribution"},
+                "message": {"type": "string"},
+                "path": {"type": "string", "example": "attributions[0].figure"},
+                "record": {"type": "string", "example": "case CP22-003"},
+            },
+            "required": ["code", "message", "path"],
+        },
+    }
+
+
+@cache
+def components() -> dict[str, Any]:
+    """Every component the views refer to with ``ref()``."""
+    result: dict[str, Any] = {}
+    for kind, spec in record_schema.SCHEMAS.items():
+        name = KIND_COMPONENTS[kind]
+        document = field_schema(spec, result, top=True)
+        document["description"] = f"A `{KIND_FORMATS[kind]}` document (record-format.md)."
+        result[f"{name}Document"] = document
+        result[f"{name}Patch"] = patch_schema(
+            document,
+            f"An RFC 7386 JSON merge patch of a `{KIND_FORMATS[kind]}` document: the fields "
+            "given replace the record's (lists whole), `null` removes a field.",
+        )
+        result[f"{name}ListItem"] = {
+            "type": "object",
+            "properties": {
+                "key": {"type": "string"},
+                "revision": {
+                    "type": "integer",
+                    "nullable": True,
+                    "description": "the revision the document is (the record's ETag): its "
+                    "latest for users with a role, the released one for everyone else",
+                },
+                "document": ref(f"{name}Document"),
+            },
+            "required": ["key", "revision", "document"],
+        }
+    result["ClaimPatch"] = patch_schema(
+        result["Claim"],
+        "An RFC 7386 JSON merge patch of a claim: the fields given replace the claim's "
+        "(`evidence` whole).",
+    )
+    result.update(error_components())
+    result.update(ledger_components())
+    return result
+
+
+def ledger_components() -> dict[str, Any]:
+    revision_properties = {
+        "number": {"type": "integer", "description": "the global revision number"},
+        "record_kind": {"type": "string", "enum": list(KIND_COMPONENTS)},
+        "record_key": {"type": "string"},
+        "action": {
+            "type": "string",
+            "enum": ["create", "update", "withdraw", "revert", "import"],
+        },
+        "material": {"type": "boolean", "description": "false: an editorial change"},
+        "summary": {"type": "string"},
+        "author": {"type": "string", "description": "the author's username"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "snapshot_sha256": {"type": "string"},
+        "previous_hash": {"type": "string"},
+        "chain_hash": {"type": "string"},
+    }
+    return {
+        "Revision": {
+            "type": "object",
+            "description": "One change to one record in the ledger (DESIGN.md §4).",
+            "properties": revision_properties,
+            "required": list(revision_properties),
+        },
+        "RevisionDetail": {
+            "type": "object",
+            "description": "A revision with the record's document as it was after it.",
+            "properties": {
+                **revision_properties,
+                "snapshot": {
+                    "oneOf": [document_ref(kind) for kind in KIND_COMPONENTS],
+                    "discriminator": {
+                        "propertyName": "format",
+                        "mapping": {
+                            KIND_FORMATS[kind]: document_ref(kind)["$ref"]
+                            for kind in KIND_COMPONENTS
+                        },
+                    },
+                },
+            },
+            "required": [*revision_properties, "snapshot"],
+        },
+        "Change": {
+            "type": "object",
+            "description": "One changed field; claims, figures and relations are matched by "
+            "their IDs (`claims[CLM-CP22-003-A].status`), other lists by position; "
+            "`claims:order` reports a reordering.",
+            "properties": {
+                "path": {"type": "string"},
+                "op": {"type": "string", "enum": ["added", "removed", "changed"]},
+                "old": {"description": "the value before (null when added)"},
+                "new": {"description": "the value after (null when removed)"},
+            },
+            "required": ["path", "op", "old", "new"],
+        },
+        "Diff": {
+            "type": "object",
+            "properties": {
+                "case": {"type": "string"},
+                "from": {"type": "integer"},
+                "to": {"type": "integer"},
+                "changes": {"type": "array", "items": ref("Change")},
+            },
+            "required": ["case", "from", "to", "changes"],
+        },
+        "RevertRequest": {
+            "type": "object",
+            "properties": {
+                "revision": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "a revision of this case to restore",
+                }
+            },
+            "required": ["revision"],
+            "additionalProperties": False,
+        },
+        "TokenRequest": {
+            "type": "object",
+            "properties": {"username": {"type": "string"}, "password": {"type": "string"}},
+            "required": ["username", "password"],
+        },
+        "Token": {
+            "type": "object",
+            "properties": {"token": {"type": "string"}},
+            "required": ["token"],
+        },
+    }
+
+
+def add_components(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: add the components ``ref()`` points at."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    for name, value in components().items():
+        schemas.setdefault(name, copy.deepcopy(value))
+    return result
+
+
+# --- examples ---------------------------------------------------------------------------
+
+
+@cache
+def seed_records() -> dict[str, dict[str, Any]]:
+    """One document of each kind from the seed fixture (CP22-003 for cases), for examples."""
+    path = settings.BASE_DIR / "fixtures" / "seed.json"
+    try:
+        bundle = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    wanted = {
+        "case": ("cases", "CP22-003"),
+        "source": ("sources", "SRC-SGLANG-KV-TRANSFER-SAFETY"),
+        "rule": ("rules", "RULE-CP22-002-RESPONSES-NOT-CP22-003"),
+        "method": ("methods", "diggingbeagle.assessment/1"),
+    }
+    found = {}
+    for kind, (name, key) in wanted.items():
+        for document in bundle.get(name, []):
+            if document.get("key") == key:
+                found[kind] = document
+    return found
+
+
+def document_examples(kind: str, *, request: bool = False, codes=("200",)) -> list:
+    document = seed_records().get(kind)
+    if document is None:
+        return []
+    return [
+        OpenApiExample(
+            f"{document['key']}",
+            value=document,
+            request_only=request,
+            response_only=not request,
+            status_codes=None if request else list(codes),
+        )
+    ]
+
+
+def claim_example() -> dict[str, Any] | None:
+    case = seed_records().get("case")
+    return case["claims"][0] if case and case.get("claims") else None
+
+
+NON_ATTRIBUTION_MESSAGE = (
+    "FIG-CP22-002-RESPONSES (155 responses, production, of case CP22-002) must not be "
+    "attributed to CP22-003 (as context): rule RULE-CP22-002-RESPONSES-NOT-CP22-003: The 155 "
+    "production responses belong to the GLM-5.3 production rejection-path incident "
+    "(CP22-002); the RDMA cancellation reproduction (CP22-003) is a related but distinct "
+    "event and did not produce them."
+)
+
+ERROR_EXAMPLES = {
+    400: (
+        "The change was refused",
+        "scope.non_attribution",
+        NON_ATTRIBUTION_MESSAGE,
+        "attributions[0].figure",
+    ),
+    401: (
+        "Authentication required",
+        "not_authenticated",
+        "Authentication credentials were not provided.",
+        "",
+    ),
+    403: ("Permission denied", "permission.denied", "this change needs the reviewer role", ""),
+    404: ("Not found", "record.not_found", "there is no case CP22-999", ""),
+    409: ("Conflict", "record.exists", "a case with key CP22-003 already exists", "key"),
+    412: (
+        "The record has changed",
+        "revision.stale",
+        "case CP22-003 has changed since revision 14: its latest revision is 15. Reload it, "
+        "reapply your change and save again.",
+        "",
+    ),
+    415: (
+        "Unsupported media type",
+        "unsupported_media_type",
+        'Unsupported media type "text/plain" in request.',
+        "",
+    ),
+    428: (
+        "Precondition required",
+        "revision.precondition_required",
+        PRECONDITION_REQUIRED,
+        "If-Match",
+    ),
+    429: (
+        "Too many requests",
+        "throttled",
+        "Request was throttled. Expected available in 42 seconds.",
+        "",
+    ),
+}
+
+ERROR_DESCRIPTIONS = {
+    400: "refused: every problem, with its code and path (nothing was written)",
+    401: "no credentials, or invalid ones",
+    403: "signed in without the role this needs",
+    404: "no such record",
+    409: "the key is taken",
+    412: "If-Match names an older revision than the record's latest (`revision.stale`)",
+    415: "the body is not JSON",
+    428: "a whole-record PUT needs If-Match",
+    429: "too many attempts; retry after the Retry-After header's seconds",
+}
+
+
+QUERY_REFUSAL = (
+    "The request was refused",
+    "invalid_choice",
+    "Select a valid choice. done is not one of the available choices.",
+    "status",
+)
+
+
+def error_responses(
+    *statuses: int, query: bool = False, bad_request: tuple[str, str, str, str] | None = None
+) -> dict[int, OpenApiResponse]:
+    """Error responses with examples. A read's 400 is about a query parameter (``query``);
+    ``bad_request`` gives another 400 example: ``(title, code, message, path)``."""
+    responses = {}
+    for status in statuses:
+        title, code, message, path = ERROR_EXAMPLES[status]
+        if status == 400 and query:
+            title, code, message, path = QUERY_REFUSAL
+        if status == 400 and bad_request:
+            title, code, message, path = bad_request
+        responses[status] = OpenApiResponse(
+            response=ref("Error"),
+            description=ERROR_DESCRIPTIONS[status],
+            examples=[
+                OpenApiExample(
+                    code,
+                    value={
+                        "status": status,
+                        "title": title,
+                        "errors": [{"code": code, "message": message, "path": path}],
+                    },
+                    response_only=True,
+                    status_codes=[str(status)],
+                )
+            ],
+        )
+    return responses
+
+
+CLAIM_REFUSAL = (
+    "The change was refused",
+    "claim.evidence_required",
+    "CLM-CP22-003-D is supported, so it needs at least one evidence link that supports it",
+    "evidence",
+)
+READ_ERRORS = (400, 401, 403, 404)
+WRITE_ERRORS = (400, 401, 403, 404, 415)
+# Reads anyone may make: a 401 only for credentials that are sent and invalid, never a 403.
+PUBLIC_READ_ERRORS = (400, 401, 404)
+
+# --- the released view ------------------------------------------------------------------
+
+# Reads need no credentials: the schema says so with an empty security requirement.
+PUBLIC_READ = [{"tokenAuth": []}, {"cookieAuth": []}, {}]
+PUBLIC_LIST_NOTE = (
+    "Anyone may read it: users with a role (viewer and above) see the working state, drafts "
+    "included, with each record's latest revision; everyone else (no credentials, or a user "
+    "without a role) sees the released records only — each at the revision of the latest "
+    "release that has it, and withdrawn ones only with `status=withdrawn`. The filters and "
+    "`ordering` apply to the documents seen."
+)
+PUBLIC_RECORD_NOTE = (
+    "Anyone may read it: users with a role see the working state (the latest revision); "
+    "everyone else sees the released document — the revision of the latest release that has "
+    "the record — and 404 for a record never released."
+)
+
+# --- parameters -------------------------------------------------------------------------
+
+SUMMARY = OpenApiParameter(
+    "summary",
+    OpenApiTypes.STR,
+    OpenApiParameter.QUERY,
+    required=True,
+    description="the revision's summary: what changed and why (refused when empty: "
+    "`revision.summary_required`)",
+)
+MATERIAL = OpenApiParameter(
+    "material",
+    OpenApiTypes.BOOL,
+    OpenApiParameter.QUERY,
+    description="true (the default): a material change; false: an editorial one",
+)
+WRITE_PARAMETERS = [SUMMARY, MATERIAL]
+
+
+def if_match(required: bool) -> OpenApiParameter:
+    return OpenApiParameter(
+        "If-Match",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        required=required,
+        description='the ETag the change is based on (`"14"`), or `*`. '
+        + (
+            "Required: without it the write is refused with 428."
+            if required
+            else "When sent, a stale ETag is refused with 412 `revision.stale`."
+        ),
+    )
+
+
+IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="an ETag you hold: 304 Not Modified if it is still the one you would get",
+)
+ETAG_HEADER = OpenApiParameter(
+    "ETag",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    response=[200, 201, 304],
+    required=True,
+    description='the number of the revision the document is, quoted (`"14"`): the record\'s '
+    "latest, or for readers without a role the released one",
+)
+REVISION_ETAG_HEADER = OpenApiParameter(
+    "ETag",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    response=[200, 304],
+    required=True,
+    description='the revision number, quoted (`"14"`): a revision never changes',
+)
+CACHE_CONTROL_HEADER = OpenApiParameter(
+    "Cache-Control",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    response=[200, 304],
+    description="`public, max-age=31536000, immutable` for a released revision (one a release "
+    "points at): its URL never changes content",
+)
+LOCATION_HEADER = OpenApiParameter(
+    "Location",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    response=[201],
+    required=True,
+    description="the URL of the new resource",
+)
+
+
+def key_parameter(kind: str) -> OpenApiParameter:
+    examples = {
+        "case": "CP22-003",
+        "source": "SRC-SGLANG-KV-TRANSFER-SAFETY",
+        "rule": "RULE-CP22-002-RESPONSES-NOT-CP22-003",
+        "method": "diggingbeagle.assessment/1",
+    }
+    description = f"the {kind}'s key"
+    if kind == "method":
+        description += " (it contains a slash, which may be sent as is or as %2F)"
+    return OpenApiParameter(
+        "key",
+        OpenApiTypes.STR,
+        OpenApiParameter.PATH,
+        description=description,
+        examples=[OpenApiExample(examples[kind], value=examples[kind])],
+    )
+
+
+NOT_MODIFIED = OpenApiResponse(description="Not Modified: the ETag sent is still the latest")

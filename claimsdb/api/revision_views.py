@@ -1,0 +1,288 @@
+"""The revision ledger over REST: the global log, one revision, a case's history, diffs and
+reverts.
+
+Users with a role read every revision; everyone else only the revisions a release points
+at (``visibility.visible_revisions``): the log, a case's history and diffs are made of
+those, and any other revision number is a 404 (a 400 ``revision.not_of_record`` in a
+diff, as for a number that does not exist). A released revision never changes: it is
+served with ``Cache-Control: public, max-age=31536000, immutable``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+)
+from rest_framework import mixins
+from rest_framework import serializers as drf_serializers
+from rest_framework.filters import OrderingFilter
+from rest_framework.generics import GenericAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from claimsdb import public
+from claimsdb.models import Revision
+from claimsdb.records import RecordNotFound, RuleViolation, diff
+from claimsdb.services import revision_revert
+
+from . import filters, openapi
+from .common import (
+    DocumentJSONParser,
+    NoFormSerializer,
+    Pagination,
+    RefuseNul,
+    etag_headers,
+    guarded_write,
+    int_param,
+    not_modified,
+    write_params,
+)
+from .errors import RequestViolations
+from .permissions import PublicReads, ReviewerOnly
+from .views import written
+from .visibility import visible_revision, visible_revisions
+
+
+def revision_summary(revision: Revision) -> dict[str, Any]:
+    return {
+        "number": revision.number,
+        "record_kind": revision.record_kind,
+        "record_key": revision.record_key,
+        "action": revision.action,
+        "material": revision.material,
+        "summary": revision.summary,
+        "author": revision.author.get_username(),
+        "created_at": revision.created_at.isoformat().replace("+00:00", "Z"),
+        "snapshot_sha256": revision.snapshot_sha256,
+        "previous_hash": revision.previous_hash,
+        "chain_hash": revision.chain_hash,
+    }
+
+
+def revision_detail(revision: Revision) -> dict[str, Any]:
+    return {**revision_summary(revision), "snapshot": json.loads(revision.snapshot)}
+
+
+class RevisionListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
+    """The global ledger, oldest first; ``?since=n`` for what came after revision n."""
+
+    permission_classes = [PublicReads]
+    serializer_class = NoFormSerializer
+    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    filterset_class = filters.RevisionFilter
+    pagination_class = Pagination
+    ordering_fields = ["number"]
+    ordering = ["number"]
+
+    def get_queryset(self):
+        return visible_revisions(getattr(self.request, "user", None))
+
+    @extend_schema(
+        operation_id="revisions_list",
+        summary="List revisions",
+        description="The global revision log, in ascending order (`ordering=-number` for "
+        "newest first), without snapshots. To sync, pass `since` = the last number you hold "
+        "and follow `next`. Anyone may read it: users with a role see every revision, "
+        "everyone else only the revisions a release points at.",
+        tags=["revisions"],
+        auth=openapi.PUBLIC_READ,
+        responses={
+            200: openapi.ref("Revision"),
+            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+        },
+    )
+    def get(self, request: Request, **kwargs) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response([revision_summary(r) for r in page])
+
+
+class CaseRevisionsView(RevisionListView):
+    """One case's history."""
+
+    filterset_class = filters.CaseRevisionFilter
+
+    def get_queryset(self):
+        key = self.kwargs.get("key", "")
+        return super().get_queryset().filter(record_kind="case", record_key=key)
+
+    @extend_schema(
+        operation_id="cases_revisions_list",
+        summary="List a case's revisions",
+        description="The case's history, in ascending order (`ordering=-number` for newest "
+        "first), without snapshots (read one with `/revisions/<n>/`). Without a role: the "
+        "revisions of the case a release points at (404 for a case never released).",
+        tags=["revisions"],
+        auth=openapi.PUBLIC_READ,
+        parameters=[openapi.key_parameter("case")],
+        responses={
+            200: openapi.ref("Revision"),
+            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+        },
+    )
+    def get(self, request: Request, key: str) -> Response:
+        if visible_revision(request.user, "case", key) is None:
+            raise RecordNotFound("case", key)
+        return super().get(request)
+
+
+class RevisionDetailView(RefuseNul, APIView):
+    permission_classes = [PublicReads]
+
+    @extend_schema(
+        operation_id="revisions_retrieve",
+        summary="Read a revision",
+        description="A revision's metadata and the record's document as it was after it. A "
+        "revision never changes: its ETag is its number, and a released one (a release "
+        "points at it) may be cached for ever. Anyone may read a released revision; users "
+        "with a role read any.",
+        tags=["revisions"],
+        auth=openapi.PUBLIC_READ,
+        parameters=[
+            OpenApiParameter(
+                "number", int, OpenApiParameter.PATH, description="the revision number"
+            ),
+            openapi.IF_NONE_MATCH,
+            openapi.REVISION_ETAG_HEADER,
+            openapi.CACHE_CONTROL_HEADER,
+        ],
+        responses={
+            200: openapi.ref("RevisionDetail"),
+            304: openapi.NOT_MODIFIED,
+            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+        },
+    )
+    def get(self, request: Request, number: str) -> Response:
+        revision = None
+        if number.isdigit() and len(number) < 19:
+            revision = visible_revisions(request.user).filter(number=int(number)).first()
+        if revision is None:
+            raise RecordNotFound("revision", number)
+        response = not_modified(request, revision.number) or Response(
+            revision_detail(revision), headers=etag_headers(revision.number)
+        )
+        public.immutable_headers(response, revision.number)
+        return response
+
+
+def _revision_of_case(user, key: str, number: int, name: str) -> Revision:
+    revision = visible_revisions(user).filter(number=number).first()
+    if revision is None or (revision.record_kind, revision.record_key) != ("case", key):
+        raise RequestViolations(
+            [
+                RuleViolation(
+                    "revision.not_of_record",
+                    f"revision {number} is not a revision of case {key}",
+                    name,
+                )
+            ]
+        )
+    return revision
+
+
+class CaseDiffView(RefuseNul, APIView):
+    permission_classes = [PublicReads]
+
+    @extend_schema(
+        operation_id="cases_diff",
+        summary="Diff two revisions of a case",
+        description="Every changed field from revision `from` to revision `to` (default: the "
+        "revision you see); claims are matched by ID. Both must be revisions of this case "
+        "(`revision.not_of_record` otherwise). Without a role: released revisions only "
+        "(`to` defaults to the released one; any other is `revision.not_of_record`).",
+        tags=["revisions"],
+        auth=openapi.PUBLIC_READ,
+        parameters=[
+            openapi.key_parameter("case"),
+            OpenApiParameter("from", int, OpenApiParameter.QUERY, required=True),
+            OpenApiParameter(
+                "to", int, OpenApiParameter.QUERY, description="default: the latest revision"
+            ),
+        ],
+        responses={
+            200: openapi.ref("Diff"),
+            **openapi.error_responses(
+                *openapi.PUBLIC_READ_ERRORS,
+                bad_request=(
+                    "The request was refused",
+                    "revision.not_of_record",
+                    "revision 2 is not a revision of case CP22-003",
+                    "from",
+                ),
+            ),
+        },
+    )
+    def get(self, request: Request, key: str) -> Response:
+        latest = visible_revision(request.user, "case", key)
+        if latest is None:
+            raise RecordNotFound("case", key)
+        old_number = int_param(request.query_params.get("from"), "from", minimum=1)
+        raw_to = request.query_params.get("to")
+        new_number = latest if raw_to in (None, "") else int_param(raw_to, "to", minimum=1)
+        old = _revision_of_case(request.user, key, old_number, "from")
+        new = _revision_of_case(request.user, key, new_number, "to")
+        changes = diff(json.loads(old.snapshot), json.loads(new.snapshot))
+        return Response(
+            {
+                "case": key,
+                "from": old.number,
+                "to": new.number,
+                "changes": [change.as_dict() for change in changes],
+            }
+        )
+
+
+class RevertRequestSerializer(drf_serializers.Serializer):
+    """Validates a revert request's body (reading only; the service writes)."""
+
+    revision = drf_serializers.IntegerField(min_value=1, max_value=2**63 - 1)
+
+
+class CaseRevertView(RefuseNul, APIView):
+    permission_classes = [ReviewerOnly]
+    parser_classes = [DocumentJSONParser]
+
+    @extend_schema(
+        operation_id="cases_revert",
+        summary="Revert a case to a revision",
+        description="Restore the case as it was at one of its revisions (reviewers): a new "
+        "`revert` revision, through the same rules as any write. Imported reproduction runs "
+        "are kept. If-Match (the case's ETag) is honoured when sent.",
+        tags=["revisions"],
+        parameters=[
+            openapi.key_parameter("case"),
+            openapi.if_match(False),
+            *openapi.WRITE_PARAMETERS,
+            openapi.ETAG_HEADER,
+        ],
+        request={"application/json": openapi.ref("RevertRequest")},
+        examples=[OpenApiExample("revert", value={"revision": 3}, request_only=True)],
+        responses={
+            200: OpenApiResponse(
+                response=openapi.document_ref("case"), description="the case as it now is"
+            ),
+            **openapi.error_responses(*openapi.WRITE_ERRORS, 412),
+        },
+    )
+    def post(self, request: Request, key: str) -> Response:
+        params = write_params(request)
+        body = RevertRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        if visible_revision(request.user, "case", key) is None:
+            raise RecordNotFound("case", key)
+        number = body.validated_data["revision"]
+        _revision_of_case(request.user, key, number, "revision")
+
+        def write(expected):
+            return revision_revert(
+                user=request.user, number=number, expected_revision=expected, **params
+            )
+
+        return written(guarded_write(request, "case", key, write))

@@ -1,0 +1,165 @@
+"""Query counts: a document GET and a list page cost a fixed number of queries, whatever the
+number of cases on the page, their claims, evidence links and revisions."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from claimsdb.services import case_create, case_update
+from claimsdb.services.releases import release_publish
+
+from . import test_api
+from .conftest import case_doc
+
+# the seed, loaded once for this module
+module_seed = test_api.module_seed
+seeded = test_api.seeded
+
+pytestmark = pytest.mark.django_db
+
+API = "/api/v1"
+SOURCE = "SRC-SGLANG-KV-TRANSFER-SAFETY"
+
+
+def queries(client: APIClient, url: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, response.content
+    return len(captured.captured_queries)
+
+
+@pytest.fixture
+def client(seeded, viewer) -> APIClient:
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer).key}")
+    return api
+
+
+def claim(case_key: str, index: int, links: int) -> dict:
+    return {
+        "id": f"CLM-{case_key}-{index:03d}",
+        "statement": f"Claim {index}.",
+        "status": "supported",
+        "status_note": "",
+        "basis": "reported_finding",
+        "origin": "human",
+        "evidence": [
+            {"source": SOURCE, "relation": "supports", "locator": f"part {n}"} for n in range(links)
+        ],
+    }
+
+
+def grow_seed_case(seed: dict, user, *, claims: int, links: int, edits: int) -> None:
+    """CP22-003 with many more claims, links and revisions."""
+    document = case_doc(seed, "CP22-003")
+    document["claims"] += [claim("CP22-003", n, links) for n in range(claims)]
+    case_update(user=user, key="CP22-003", document=document, summary="Many claims")
+    for n in range(edits):
+        document["summary"] = f"Edit {n}"
+        case_update(user=user, key="CP22-003", document=document, summary=f"Edit {n}")
+
+
+def add_cases(seed: dict, user, count: int, *, claims: int, links: int) -> None:
+    for n in range(count):
+        key = f"CP30-{n:03d}"
+        document = case_doc(seed, "CP22-003")
+        document.update(
+            key=key,
+            claims=[claim(key, i, links) for i in range(claims)],
+            assessments=[],
+            relations=[],
+            tags=["bulk", "kv-cache", f"bulk-{n}"],
+        )
+        case_create(user=user, document=document, summary="Bulk")
+
+
+def test_case_document_get_is_flat(client, seeded, analyst):
+    url = f"{API}/cases/CP22-003/"
+    small = queries(client, url)
+    grow_seed_case(seeded, analyst, claims=40, links=3, edits=10)
+    large = queries(client, url)
+    assert large == small
+    assert small <= 20
+
+
+def test_case_list_page_is_flat(client, seeded, analyst):
+    url = f"{API}/cases/?page_size=50"
+    small = queries(client, url)
+    grow_seed_case(seeded, analyst, claims=20, links=3, edits=5)
+    add_cases(seeded, analyst, 12, claims=5, links=2)
+    large = queries(client, url)
+    assert large == small
+    assert small <= 20
+
+
+@pytest.mark.parametrize(
+    "query", ["status=ready", "tag=kv-cache", "q=claim", "evidence_grade=B", "related_to=CP22-002"]
+)
+def test_filtered_case_list_is_flat(client, seeded, analyst, query):
+    url = f"{API}/cases/?page_size=50&{query}"
+    small = queries(client, url)
+    add_cases(seeded, analyst, 6, claims=4, links=2)
+    assert queries(client, url) == small
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"{API}/revisions/?page_size=50",
+        f"{API}/cases/CP22-003/revisions/",
+        f"{API}/cases/CP22-003/claims/",
+        f"{API}/claims/CLM-CP22-003-A/",
+        f"{API}/sources/?page_size=50",
+    ],
+)
+def test_other_reads_are_flat(client, seeded, analyst, url):
+    small = queries(client, url)
+    grow_seed_case(seeded, analyst, claims=10, links=2, edits=8)
+    assert queries(client, url) == small
+
+
+def test_query_counts_for_the_record(client, seeded, analyst, capsys):
+    """Report the fixed counts (shown with pytest -s)."""
+    grow_seed_case(seeded, analyst, claims=30, links=3, edits=5)
+    add_cases(seeded, analyst, 10, claims=3, links=2)
+    counts = {
+        "case document": queries(client, f"{API}/cases/CP22-003/"),
+        "case list page": queries(client, f"{API}/cases/?page_size=50"),
+        "revision log page": queries(client, f"{API}/revisions/?page_size=50"),
+    }
+    with capsys.disabled():
+        print(f"\nAPI query counts: {counts}")
+    assert all(count <= 20 for count in counts.values())
+
+
+# --- the released record, read without credentials ----------------------------------------
+
+PUBLIC_URLS = [
+    f"{API}/cases/?page_size=50",
+    f"{API}/cases/?page_size=50&tag=kv-cache&q=claim&evidence_grade=B&ordering=-title",
+    f"{API}/cases/CP22-003/",
+    f"{API}/cases/CP22-003/claims/",
+    f"{API}/claims/CLM-CP22-003-A/",
+    f"{API}/cases/CP22-003/revisions/",
+    f"{API}/sources/?page_size=50",
+    f"{API}/revisions/?page_size=50",
+]
+
+
+@pytest.mark.parametrize("url", PUBLIC_URLS)
+def test_anonymous_reads_are_flat(seeded, analyst, reviewer, url):
+    """Lists and documents of the released record cost a fixed number of queries, however
+    many records, claims, links, revisions and releases there are."""
+    anonymous = APIClient()
+    release_publish(user=reviewer, notes="Release 1")
+    small = queries(anonymous, url)
+    grow_seed_case(seeded, analyst, claims=20, links=3, edits=5)
+    add_cases(seeded, analyst, 8, claims=4, links=2)  # ready: in release 2
+    release_publish(user=reviewer, notes="Release 2")
+    large = queries(anonymous, url)
+    assert large == small
+    assert small <= 8
