@@ -89,3 +89,345 @@ def case_scope(key: str) -> dict[str, Any]:
         "relations": document["relations"],
         "incoming": incoming,
     }
+
+
+# --- Reads for the web pages (issue 5) -------------------------------------------------------
+# Each runs a fixed number of queries, whatever the size of the case.
+
+
+def sources_by_key(keys: set[str] | list[str]) -> dict[str, dict[str, Any]]:
+    """The live documents of the named sources."""
+    from claimsdb.models import Source
+    from claimsdb.records import source_document
+
+    return {s.key: source_document(s) for s in Source.objects.filter(key__in=set(keys))}
+
+
+def sources_as_of(keys: set[str] | list[str], number: int) -> dict[str, dict[str, Any]]:
+    """The named sources as they were at revision ``number`` (from their snapshots)."""
+    import json
+
+    from django.db.models import Max
+
+    latest = (
+        Revision.objects.filter(record_kind="source", record_key__in=set(keys), number__lte=number)
+        .values("record_key")
+        .annotate(last=Max("number"))
+        .values_list("last", flat=True)
+    )
+    return {
+        r.record_key: json.loads(r.snapshot)
+        for r in Revision.objects.filter(number__in=list(latest)).only("record_key", "snapshot")
+    }
+
+
+def methods_by_key(keys: set[str] | list[str]) -> dict[str, Any]:
+    from claimsdb.models import AssessmentMethod
+
+    return {m.key: m for m in AssessmentMethod.objects.filter(key__in=set(keys))}
+
+
+def scope_of_document(document: dict[str, Any]) -> dict[str, Any]:
+    """``case_scope`` for a case document already in hand (the live one or a snapshot), from
+    the working state. Three queries. See ``scope_sections`` for what it holds."""
+    from django.db.models import Q
+
+    from claimsdb.models import Relation, ScopeRule
+
+    key = document["key"]
+    own = [f["id"] for f in document["figures"]]
+    rules = list(
+        ScopeRule.objects.filter(status="active")
+        .filter(Q(case=key) | Q(figure__in=own))
+        .order_by("key")
+        .values("key", "figure", "case", "reason")
+    )
+    wanted = {r["figure"] for r in rules} | {a["figure"] for a in document["attributions"]}
+    incoming = [
+        {"case": r.case.key, "kind": r.kind, "note": r.note}
+        for r in Relation.objects.select_related("case")
+        .filter(other__key=key)
+        .exclude(kind__in=SYMMETRIC_RELATIONS)
+        .order_by("case__key", "kind")
+    ]
+    return scope_sections(document, rules, figures_by_id(wanted), incoming)
+
+
+# Relations a case's document lists on both sides; the others are shown on the case they
+# point at as "incoming".
+SYMMETRIC_RELATIONS = ("same_event", "related_distinct")
+
+
+def figure_row(figure: dict[str, Any], case_key: str) -> dict[str, Any]:
+    """A figure as the pages show it: its document fields and the key of its case."""
+    fields = ("id", "value", "unit", "measure", "scope", "description")
+    return {**{name: figure[name] for name in fields}, "case": case_key}
+
+
+def figures_by_id(figure_ids: set[str] | list[str]) -> dict[str, dict[str, Any]]:
+    """The named figures of the working state (``figure_row``), by ID. One query."""
+    from claimsdb.models import Figure
+
+    return {
+        f.figure_id: figure_row(
+            {
+                "id": f.figure_id,
+                "value": f.value,
+                "unit": f.unit,
+                "measure": f.measure,
+                "scope": f.scope,
+                "description": f.description,
+            },
+            f.case.key,
+        )
+        for f in Figure.objects.select_related("case").filter(figure_id__in=set(figure_ids))
+    }
+
+
+def scope_sections(
+    document: dict[str, Any],
+    rules: list[dict[str, Any]],
+    figures: dict[str, dict[str, Any]],
+    incoming: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The record page's Scope section of a case document, from the active rules that name
+    the case or its figures (``{"key", "figure", "case", "reason"}``, by key), the figures
+    they and the document's attributions name (``figure_row``) and the directed relations
+    of other cases pointing at it — read from the working state or from a release.
+
+    ``forbidden_here``: rules naming this case, each with the figure it protects;
+    ``protecting_own``: rules keeping this case's figures from other cases; ``figures``;
+    ``relations``: the document's own; ``incoming``.
+    """
+    key = document["key"]
+    own = {f["id"] for f in document["figures"]}
+
+    def describe(rule: dict[str, Any]) -> dict[str, Any]:
+        figure = figures.get(rule["figure"])
+        return {
+            "key": rule["key"],
+            "figure": rule["figure"],
+            "figure_value": figure["value"] if figure else None,
+            "figure_unit": figure["unit"] if figure else "",
+            "figure_scope": figure["scope"] if figure else "",
+            "figure_case": figure["case"] if figure else "",
+            "case": rule["case"],
+            "reason": rule["reason"],
+        }
+
+    return {
+        "forbidden_here": [describe(r) for r in rules if r["case"] == key],
+        "protecting_own": [describe(r) for r in rules if r["figure"] in own and r["case"] != key],
+        "figures": figures,
+        "relations": document["relations"],
+        "incoming": incoming,
+    }
+
+
+def record_revisions(
+    record_kind: str, record_key: str, *, material_only: bool = False
+) -> QuerySet[Revision]:
+    """A record's revisions, newest first, without their snapshots."""
+    revisions = record_history(record_kind, record_key).defer("snapshot")
+    return revisions.filter(material=True) if material_only else revisions
+
+
+def record_revision(record_kind: str, record_key: str, number: int) -> Revision | None:
+    """One revision of one record (with its snapshot), or None."""
+    return (
+        Revision.objects.select_related("author")
+        .filter(record_kind=record_kind, record_key=record_key, number=number)
+        .first()
+    )
+
+
+def recent_revisions(limit: int = 20) -> QuerySet[Revision]:
+    """The latest revisions across the knowledge base, without snapshots."""
+    return Revision.objects.select_related("author").defer("snapshot").order_by("-number")[:limit]
+
+
+def current_assessment_filter(dimension: str, value: str) -> Any:
+    """An ``Exists`` matching cases whose current (newest) assessment has ``dimension=value``."""
+    from django.db.models import Exists, OuterRef, Subquery
+
+    from claimsdb.models import Assessment
+
+    newest = (
+        Assessment.objects.filter(case=OuterRef("case")).order_by("-position").values("position")
+    )
+    return Exists(
+        Assessment.objects.filter(
+            case=OuterRef("pk"), position=Subquery(newest[:1]), **{f"values__{dimension}": value}
+        )
+    )
+
+
+def case_list_filtered(
+    *, status: str = "", tag: str = "", values: dict[str, str] | None = None
+) -> QuerySet[Case]:
+    """Cases for the list page, with tags, assessments, claim counts and latest revisions.
+
+    ``values`` filters on the current assessment: ``{dimension key: value key}``; the caller
+    checks the keys against the methods' vocabularies.
+    """
+    from django.db.models import Count, OuterRef, Prefetch, Subquery
+
+    from claimsdb.models import Assessment
+
+    latest = Revision.objects.filter(record_kind="case", record_key=OuterRef("key")).order_by(
+        "-number"
+    )
+    cases = (
+        Case.objects.prefetch_related(
+            "tags",
+            Prefetch(
+                "assessments",
+                queryset=Assessment.objects.select_related("method").order_by("position"),
+            ),
+        )
+        .annotate(
+            claim_count=Count("claims", distinct=True),
+            latest_revision=Subquery(latest.values("number")[:1]),
+        )
+        .order_by("key")
+    )
+    if status:
+        cases = cases.filter(status=status)
+    if tag:
+        cases = cases.filter(tags__name=tag)
+    for dimension, value in (values or {}).items():
+        cases = cases.filter(current_assessment_filter(dimension, value))
+    return cases
+
+
+def case_tags() -> list[str]:
+    from claimsdb.models import CaseTag
+
+    return list(CaseTag.objects.order_by("name").values_list("name", flat=True).distinct())
+
+
+def search_knowledge_base(query: str, limit: int = 50) -> dict[str, list[Any]]:
+    """Cases (title, summary), claims (statement) and sources (title) matching ``query``.
+
+    PostgreSQL: full-text search, best match first. Elsewhere: every word of the query
+    appears (case-insensitively) in one of the searched fields.
+    """
+    from django.db import connection
+    from django.db.models import Q
+
+    from claimsdb.models import Claim, Source
+
+    query = query.strip()
+    if not query:
+        return {"cases": [], "claims": [], "sources": []}
+    cases = Case.objects.all()
+    claims = Claim.objects.select_related("case")
+    sources = Source.objects.all()
+    if connection.vendor == "postgresql":
+        from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+        text_query = SearchQuery(query, search_type="websearch", config="english")
+
+        def ranked(queryset, *fields, key_field):
+            vector = SearchVector(*fields, config="english")
+            return (
+                queryset.annotate(search=vector, rank=SearchRank(vector, text_query))
+                .filter(Q(search=text_query) | Q(**{f"{key_field}__iexact": query}))
+                .order_by("-rank", key_field)
+            )
+
+        cases = ranked(cases, "title", "summary", key_field="key")
+        claims = ranked(claims, "statement", key_field="claim_id")
+        sources = ranked(sources, "title", key_field="key")
+    else:
+        words = query.split()
+
+        def matching(queryset, *fields, key_field):
+            condition = Q(**{f"{key_field}__iexact": query})
+            every_word = Q()
+            for word in words:
+                any_field = Q()
+                for name in fields:
+                    any_field |= Q(**{f"{name}__icontains": word})
+                every_word &= any_field
+            return queryset.filter(condition | every_word).order_by(key_field)
+
+        cases = matching(cases, "title", "summary", key_field="key")
+        claims = matching(claims, "statement", key_field="claim_id")
+        sources = matching(sources, "title", key_field="key")
+    return {
+        "cases": list(cases[:limit]),
+        "claims": list(claims[:limit]),
+        "sources": list(sources[:limit]),
+    }
+
+
+def source_list() -> QuerySet[Any]:
+    from django.db.models import Count
+
+    from claimsdb.models import Source
+
+    return Source.objects.annotate(link_count=Count("links")).order_by("key")
+
+
+def claims_citing_source(key: str) -> QuerySet[Any]:
+    """The claims with an evidence link to a source, with their cases and the links."""
+    from claimsdb.models import EvidenceLink
+
+    return (
+        EvidenceLink.objects.filter(source__key=key)
+        .select_related("claim__case")
+        .order_by("claim__case__key", "claim__position", "position")
+    )
+
+
+def rule_list() -> QuerySet[Any]:
+    from claimsdb.models import ScopeRule
+
+    return ScopeRule.objects.order_by("key")
+
+
+def method_list() -> QuerySet[Any]:
+    from claimsdb.models import AssessmentMethod
+
+    return AssessmentMethod.objects.order_by("key")
+
+
+def figures_of_other_cases(case_key: str) -> QuerySet[Any]:
+    """Figures an attribution could name: those of every other case."""
+    from claimsdb.models import Figure
+
+    return Figure.objects.select_related("case").exclude(case__key=case_key).order_by(
+        "case__key", "position"
+    )
+
+
+def all_figures() -> QuerySet[Any]:
+    from claimsdb.models import Figure
+
+    return Figure.objects.select_related("case").order_by("case__key", "position")
+
+
+def case_keys_and_titles() -> list[tuple[str, str]]:
+    return list(Case.objects.order_by("key").values_list("key", "title"))
+
+
+def suggested_claim_id(case_key: str) -> str:
+    """The next free ``CLM-<case>-<letter>`` ID (never one used before, even if withdrawn)."""
+    from claimsdb.models import Claim, ClaimIdReservation
+
+    prefix = f"CLM-{case_key}-"
+    used = set(
+        ClaimIdReservation.objects.filter(claim_id__startswith=prefix).values_list(
+            "claim_id", flat=True
+        )
+    ) | set(Claim.objects.filter(claim_id__startswith=prefix).values_list("claim_id", flat=True))
+    number = 0
+    while True:
+        number += 1
+        suffix, n = "", number
+        while n:
+            n, rest = divmod(n - 1, 26)
+            suffix = chr(ord("A") + rest) + suffix
+        if prefix + suffix not in used:
+            return prefix + suffix

@@ -1,0 +1,401 @@
+"""Forms of the editing pages. They only collect input: documents are built in the views and
+checked by the services (the rules of DESIGN.md §3 live there, not here)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.forms import formset_factory
+
+from claimsdb import choices
+
+DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+MARKDOWN_HELP = (
+    "Markdown: *emphasis*, **strong**, [links](https://…), lists. HTML is shown as text."
+)
+
+
+class TextField(forms.CharField):
+    """Multi-line text as typed: browsers send textarea lines ending in CRLF; documents keep
+    LF, so an untouched field saves unchanged. Leading and trailing spaces are kept too."""
+
+    def __init__(self, *, rows: int = 3, **kwargs):
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": rows}))
+        kwargs.setdefault("strip", False)
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        return value.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def with_current(options: list[tuple[str, str]], current: str | None) -> list[tuple[str, str]]:
+    """Choices that still offer a value the record already has (so a save never drops it)."""
+    if current and current not in {value for value, _ in options}:
+        return [*options, (current, f"{current} (not available)")]
+    return options
+
+
+class SaveForm(forms.Form):
+    """What every save asks: a summary for the history, whether the change is material, and
+    the revision the edit started from (a save based on an older one is refused)."""
+
+    summary = forms.CharField(
+        max_length=1000,
+        label="Summary of the change",
+        help_text="Shown in the history: what changed and why.",
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
+    )
+    material = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Material change",
+        help_text="It changes what the record states. Leave unticked for wording, order or "
+        "formatting only (an editorial change).",
+    )
+    base_revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+
+class RevertForm(SaveForm):
+    pass
+
+
+class CaseForm(forms.Form):
+    title = forms.CharField(max_length=500)
+    status = forms.ChoiceField(choices=choices.CaseStatus.choices)
+    summary = TextField(help_text="Plain text: the lede under the title.")
+    scope_note = TextField(
+        label="Scope note",
+        help_text="What this case is not, and what must not be attributed to it. " + MARKDOWN_HELP,
+    )
+    basis = TextField(rows=10, label="Basis and provenance", help_text=MARKDOWN_HELP)
+    limits = TextField(label="Limits and uncertainty (at a glance)", help_text=MARKDOWN_HELP)
+    account = TextField(rows=10, label="Full account", help_text=MARKDOWN_HELP)
+    tags = forms.CharField(required=False, help_text="Comma-separated, e.g. kv-cache, rdma.")
+
+    def clean_tags(self) -> list[str]:
+        return sorted({t.strip() for t in self.cleaned_data["tags"].split(",") if t.strip()})
+
+    @staticmethod
+    def initial_from(document: dict[str, Any]) -> dict[str, Any]:
+        fields = ("title", "status", "summary", "scope_note", "basis", "limits", "account")
+        return {**{f: document[f] for f in fields}, "tags": ", ".join(document["tags"])}
+
+
+class NewCaseForm(CaseForm):
+    key = forms.CharField(
+        max_length=choices.KEY_MAX_LENGTH,
+        help_text="Permanent, e.g. CP22-004: capital letters, digits and hyphens.",
+    )
+    field_order = ["key"]
+
+
+class ClaimForm(forms.Form):
+    id = forms.CharField(
+        max_length=choices.ID_MAX_LENGTH,
+        label="Claim ID",
+        help_text="Permanent and never reused, e.g. CLM-CP22-003-D.",
+    )
+    statement = TextField(required=True, help_text="Plain text.")
+    status = forms.ChoiceField(choices=choices.ClaimStatus.choices)
+    status_note = forms.CharField(required=False, label="Status note")
+    basis = forms.ChoiceField(choices=choices.ClaimBasis.choices)
+    origin = forms.ChoiceField(choices=choices.ClaimOrigin.choices, initial="human")
+
+    def __init__(self, *args, id_editable: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not id_editable:
+            self.fields["id"].disabled = True
+            self.fields["id"].help_text = "Permanent: a claim's ID never changes."
+
+
+BLANK = [("", "—")]
+
+
+class ListRowForm(forms.Form):
+    """A row of a list editor; blank extra rows are ignored, ticked rows are removed.
+
+    Every choice starts blank, so that an untouched extra row submits nothing and counts as
+    unchanged (a preselected first choice would make every blank row look filled in)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            if isinstance(field, forms.ChoiceField) and not isinstance(
+                field, forms.MultipleChoiceField
+            ):
+                options = list(field.choices)
+                if not options or options[0][0] != "":
+                    field.choices = BLANK + options
+
+
+class EvidenceLinkForm(ListRowForm):
+    source = forms.ChoiceField()
+    relation = forms.ChoiceField(choices=choices.EvidenceRelation.choices)
+    locator = forms.CharField(
+        required=False, help_text="Which part of the source, e.g. “Technical analysis”."
+    )
+
+    def __init__(self, *args, source_choices: list[tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        current = self.initial.get("source")
+        self.fields["source"].choices = [("", "— choose a source —")] + with_current(
+            source_choices, current
+        )
+
+
+class FigureForm(ListRowForm):
+    id = forms.CharField(max_length=choices.ID_MAX_LENGTH, label="Figure ID")
+    value = forms.FloatField()
+    unit = forms.CharField(max_length=100)
+    measure = forms.CharField(max_length=100, help_text="e.g. affected_responses")
+    scope = forms.ChoiceField(choices=choices.FigureScope.choices)
+    description = TextField(rows=2)
+    claims = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Supporting claims",
+    )
+
+    def __init__(self, *args, claim_choices: list[tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        options = list(claim_choices)
+        for claim_id in self.initial.get("claims") or []:
+            options = with_current(options, claim_id)
+        self.fields["claims"].choices = options
+
+
+class AttributionForm(ListRowForm):
+    figure = forms.ChoiceField()
+    role = forms.ChoiceField(choices=choices.AttributionRole.choices)
+    note = forms.CharField(required=False)
+
+    def __init__(self, *args, figure_choices: list[tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["figure"].choices = [("", "— choose a figure —")] + with_current(
+            figure_choices, self.initial.get("figure")
+        )
+
+
+class RelationForm(ListRowForm):
+    case = forms.ChoiceField(label="Other case")
+    kind = forms.ChoiceField(choices=choices.RelationKind.choices, label="Relation")
+    note = forms.CharField(required=False)
+
+    def __init__(self, *args, case_choices: list[tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["case"].choices = [("", "— choose a case —")] + with_current(
+            case_choices, self.initial.get("case")
+        )
+
+
+class ControlForm(ListRowForm):
+    kind = forms.ChoiceField(choices=choices.ControlKind.choices)
+    text = TextField(rows=2, required=True, help_text="Plain text.")
+
+
+class UnknownForm(ListRowForm):
+    kind = forms.ChoiceField(choices=choices.UnknownKind.choices)
+    text = TextField(rows=2, required=True, help_text="Plain text.")
+
+
+def list_formset(form_class: type[forms.Form], extra: int = 3):
+    return formset_factory(form_class, extra=extra, can_order=True, can_delete=True)
+
+
+EvidenceLinkFormSet = list_formset(EvidenceLinkForm, extra=2)
+FigureFormSet = list_formset(FigureForm, extra=2)
+AttributionFormSet = list_formset(AttributionForm)
+RelationFormSet = list_formset(RelationForm)
+ControlFormSet = list_formset(ControlForm)
+UnknownFormSet = list_formset(UnknownForm)
+
+
+UNGRADED = ""
+
+
+class AssessmentForm(forms.Form):
+    """An assessment driven by its method: one choice per dimension, the method's impact
+    scale (or ungraded, with a reason), and an evidence basis from the case."""
+
+    method = forms.CharField(widget=forms.HiddenInput)
+    assessed_on = forms.DateField(widget=DATE_INPUT, label="Assessed on")
+    assessor = forms.CharField(max_length=200, required=False)
+    impact = forms.ChoiceField(required=False)
+    impact_ungraded_reason = TextField(
+        label="Why the impact is ungraded",
+        help_text="Required when the impact is ungraded; leave empty when it is graded.",
+    )
+    narrative = TextField(rows=10, help_text=MARKDOWN_HELP)
+    basis_claims = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Evidence basis: claims"
+    )
+    basis_sources = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Evidence basis: sources"
+    )
+
+    def __init__(
+        self,
+        *args,
+        method,
+        claim_choices: list[tuple[str, str]],
+        source_choices: list[tuple[str, str]],
+        **kwargs,
+    ):
+        super().__init__(*args, **kwargs)
+        self.method = method
+        self.dimension_fields: list[str] = []
+        for dimension in method.dimensions:
+            name = f"value_{dimension['key']}"
+            current = (self.initial.get("values") or {}).get(dimension["key"])
+            options = [(v["key"], v["label"]) for v in dimension["values"]]
+            self.fields[name] = forms.ChoiceField(
+                label=dimension["label"],
+                choices=[("", "— choose —")] + with_current(options, current),
+                initial=current,
+            )
+            self.dimension_fields.append(name)
+        scale = method.impact or {}
+        labels = scale.get("labels", {})
+        impact_options = [(UNGRADED, "ungraded (give a reason)")] + [
+            (str(n), f"{n} — {labels[str(n)]}" if str(n) in labels else str(n))
+            for n in range(int(scale.get("min", 0)), int(scale.get("max", 0)) + 1)
+        ]
+        self.fields["impact"].choices = impact_options
+        self.fields["impact"].label = f"Impact ({method.key} scale)"
+        self.fields["basis_claims"].choices = self._keep(
+            claim_choices, (self.initial.get("basis_claims") or [])
+        )
+        self.fields["basis_sources"].choices = self._keep(
+            source_choices, (self.initial.get("basis_sources") or [])
+        )
+        order = ["method", "assessed_on", "assessor", *self.dimension_fields]
+        self.order_fields(order)
+
+    @staticmethod
+    def _keep(options, current):
+        for value in current:
+            options = with_current(options, value)
+        return options
+
+    def dimension_bound_fields(self):
+        return [self[name] for name in self.dimension_fields]
+
+    def clean_impact(self) -> int | None:
+        value = self.cleaned_data["impact"]
+        return None if value in (None, UNGRADED) else int(value)
+
+    @staticmethod
+    def initial_from(assessment: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "method": assessment["method"],
+            "assessed_on": assessment["assessed_on"],
+            "assessor": assessment["assessor"],
+            "values": assessment["values"],
+            "impact": UNGRADED if assessment["impact"] is None else str(assessment["impact"]),
+            "impact_ungraded_reason": assessment["impact_ungraded_reason"],
+            "narrative": assessment["narrative"],
+            "basis_claims": assessment["evidence_basis"]["claims"],
+            "basis_sources": assessment["evidence_basis"]["sources"],
+        }
+
+    def assessment(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "method": data["method"],
+            "assessed_on": data["assessed_on"].isoformat(),
+            "assessor": data["assessor"],
+            "values": {
+                name.removeprefix("value_"): data[name]
+                for name in self.dimension_fields
+                if data.get(name)
+            },
+            "impact": data["impact"],
+            "impact_ungraded_reason": data["impact_ungraded_reason"],
+            "narrative": data["narrative"],
+            "evidence_basis": {
+                "claims": sorted(data["basis_claims"]),
+                "sources": sorted(data["basis_sources"]),
+            },
+        }
+
+
+class SourceForm(forms.Form):
+    title = forms.CharField(max_length=500)
+    kind = forms.ChoiceField(choices=choices.SourceKind.choices)
+    publisher = forms.CharField(max_length=300, required=False)
+    url = forms.CharField(max_length=2000, required=False, label="URL")
+    published_on = forms.DateField(required=False, widget=DATE_INPUT, label="Published on")
+    accessed_on = forms.DateField(required=False, widget=DATE_INPUT, label="Accessed on")
+    reliability = forms.ChoiceField(
+        choices=choices.Reliability.choices, required=False, label="Reliability (Admiralty)"
+    )
+    notes = TextField(help_text="Plain text.")
+    status = forms.ChoiceField(choices=choices.RecordStatus.choices, initial="active")
+
+    def source_fields(self) -> dict[str, Any]:
+        data = dict(self.cleaned_data)
+        for name in ("published_on", "accessed_on"):
+            data[name] = data[name].isoformat() if data[name] else None
+        return {k: data[k] for k in self.base_fields}
+
+
+class NewSourceForm(SourceForm):
+    key = forms.CharField(max_length=choices.KEY_MAX_LENGTH, help_text="e.g. SRC-VENDOR-2026-01")
+    field_order = ["key"]
+
+
+class RuleForm(forms.Form):
+    kind = forms.ChoiceField(choices=choices.RuleKind.choices)
+    status = forms.ChoiceField(choices=choices.RecordStatus.choices, initial="active")
+    figure = forms.ChoiceField(help_text="The figure that must not be attributed…")
+    case = forms.ChoiceField(help_text="…to this case.")
+    reason = TextField(required=True, help_text="Shown with every refusal this rule causes.")
+
+    def __init__(self, *args, figure_choices, case_choices, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["figure"].choices = [("", "— choose a figure —")] + with_current(
+            figure_choices, self.initial.get("figure")
+        )
+        self.fields["case"].choices = [("", "— choose a case —")] + with_current(
+            case_choices, self.initial.get("case")
+        )
+
+
+class NewRuleForm(RuleForm):
+    key = forms.CharField(max_length=choices.KEY_MAX_LENGTH, help_text="e.g. RULE-FIG-X-NOT-Y")
+    field_order = ["key"]
+
+
+class JSONField(forms.CharField):
+    widget = forms.Textarea(attrs={"rows": 14, "class": "code"})
+
+    def prepare_value(self, value):
+        if isinstance(value, dict | list):
+            return json.dumps(value, indent=2, ensure_ascii=False)
+        return value
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from exc
+
+
+class MethodForm(forms.Form):
+    title = forms.CharField(max_length=300)
+    status = forms.ChoiceField(choices=choices.RecordStatus.choices, initial="active")
+    dimensions = JSONField(
+        help_text='A list of {"key", "label", "values": [{"key", "label"}]}. A method that an '
+        "assessment uses cannot change: create a new version instead."
+    )
+    impact = JSONField(help_text='{"min": 0, "max": 4, "labels": {"0": "…"}}')
+
+
+class NewMethodForm(MethodForm):
+    key = forms.CharField(max_length=100, help_text="name/version, e.g. diggingbeagle.assessment/2")
+    field_order = ["key"]

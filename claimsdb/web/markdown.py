@@ -1,0 +1,99 @@
+"""Markdown fields (scope note, account, basis, limits, narrative) as safe HTML.
+
+Two layers, because analysts' text and imported text are both untrusted:
+
+1. Python-Markdown without its raw-HTML passthrough: ``<b>`` in a field is shown as the
+   characters ``<b>``, never parsed as a tag. Headings are moved two levels down so that an
+   account's ``# Heading`` sits under the page's own section headings.
+2. nh3 (ammonia) cleans the result against an allow-list of tags and attributes, keeps only
+   http, https and mailto links (so ``javascript:`` and ``data:`` URLs, however they are
+   encoded, lose their ``href``), and marks every link ``rel="noopener noreferrer nofollow"``.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as etree
+
+import markdown
+import nh3
+from django.utils.safestring import SafeString, mark_safe
+from markdown.extensions import Extension
+from markdown.treeprocessors import Treeprocessor
+
+ALLOWED_TAGS = {
+    "a",
+    "abbr",
+    "blockquote",
+    "br",
+    "code",
+    "del",
+    "em",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "ins",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "strong",
+    "sub",
+    "sup",
+    "ul",
+}
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "abbr": {"title"}, "ol": {"start"}}
+URL_SCHEMES = {"http", "https", "mailto"}
+LINK_REL = "noopener noreferrer nofollow"
+HEADING_SHIFT = 2
+
+
+class _DemoteHeadings(Treeprocessor):
+    """Headings two levels down; images become links named by their alt text (pages load no
+    images from elsewhere)."""
+
+    def run(self, root: etree.Element) -> None:
+        for element in root.iter():
+            if len(element.tag) == 2 and element.tag[0] == "h" and element.tag[1].isdigit():
+                element.tag = f"h{min(6, int(element.tag[1]) + HEADING_SHIFT)}"
+            elif element.tag == "img":
+                src, alt = element.get("src", ""), element.get("alt", "") or "image"
+                element.attrib.clear()
+                element.tag = "a"
+                element.set("href", src)
+                element.text = f"image: {alt}"
+
+
+class _NoRawHtml(Extension):
+    """Treat raw HTML as text: drop the block and inline HTML passthrough."""
+
+    def extendMarkdown(self, md: markdown.Markdown) -> None:  # noqa: N802 (Markdown's API)
+        md.preprocessors.deregister("html_block")
+        md.inlinePatterns.deregister("html")
+        md.treeprocessors.register(_DemoteHeadings(md), "demote_headings", 0)
+
+
+def _converter() -> markdown.Markdown:
+    return markdown.Markdown(extensions=[_NoRawHtml()], output_format="html")
+
+
+def sanitize_html(html: str) -> str:
+    """Clean HTML against the allow-list (the second layer; also used on its own)."""
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        clean_content_tags={"script", "style"},
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes=URL_SCHEMES,
+        link_rel=LINK_REL,
+        strip_comments=True,
+    )
+
+
+def render_markdown(text: str | None) -> SafeString:
+    """Markdown text → sanitized HTML, safe to put in a template as it is."""
+    if not text or not text.strip():
+        return mark_safe("")
+    html = _converter().convert(text)
+    return mark_safe(sanitize_html(html))  # noqa: S308 (cleaned by nh3 just above)

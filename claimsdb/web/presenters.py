@@ -1,0 +1,345 @@
+"""Documents → what the templates show.
+
+The record page renders a case *document* (the live one or a revision's snapshot), so the
+current page and any past revision look the same. Markdown fields arrive here as text and
+leave as sanitized HTML; plain-text fields stay text and are escaped by the templates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from claimsdb import choices, public, selectors
+from claimsdb.models import AssessmentMethod, Release, Revision
+
+from .markdown import render_markdown
+
+LABELS: dict[str, dict[str, str]] = {
+    "case_status": dict(choices.CaseStatus.choices),
+    "claim_status": dict(choices.ClaimStatus.choices),
+    "claim_basis": dict(choices.ClaimBasis.choices),
+    "claim_origin": dict(choices.ClaimOrigin.choices),
+    "relation": dict(choices.EvidenceRelation.choices),
+    "source_kind": dict(choices.SourceKind.choices),
+    "control_kind": dict(choices.ControlKind.choices),
+    "unknown_kind": dict(choices.UnknownKind.choices),
+    "figure_scope": dict(choices.FigureScope.choices),
+    "attribution_role": dict(choices.AttributionRole.choices),
+    "case_relation": dict(choices.RelationKind.choices),
+    "reliability": dict(choices.Reliability.choices),
+    "revision_action": dict(choices.RevisionAction.choices),
+}
+
+
+def label(vocabulary: str, value: str) -> str:
+    return LABELS[vocabulary].get(value, value.replace("_", " "))
+
+
+def parse_date(value: str | None) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+
+
+def number_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def safe_url(url: str) -> str:
+    """The URL if it is an http(s) link; otherwise nothing (it is then shown as text)."""
+    lowered = url.strip().lower()
+    return url.strip() if lowered.startswith(("https://", "http://")) else ""
+
+
+@dataclass
+class SourceView:
+    key: str
+    title: str
+    kind: str
+    kind_label: str
+    publisher: str = ""
+    url: str = ""
+    link: str = ""
+    published_on: dt.date | None = None
+    accessed_on: dt.date | None = None
+    reliability: str = ""
+    reliability_label: str = ""
+    notes: str = ""
+    status: str = "active"
+    missing: bool = False
+
+
+def source_view(key: str, document: dict[str, Any] | None) -> SourceView:
+    if document is None:
+        return SourceView(key=key, title=key, kind="", kind_label="", missing=True)
+    return SourceView(
+        key=key,
+        title=document["title"],
+        kind=document["kind"],
+        kind_label=label("source_kind", document["kind"]),
+        publisher=document["publisher"],
+        url=document["url"],
+        link=safe_url(document["url"]),
+        published_on=parse_date(document["published_on"]),
+        accessed_on=parse_date(document["accessed_on"]),
+        reliability=document["reliability"],
+        reliability_label=label("reliability", document["reliability"])
+        if document["reliability"]
+        else "",
+        notes=document["notes"],
+        status=document.get("status", "active"),
+    )
+
+
+@dataclass
+class AssessmentView:
+    position: int
+    method_key: str
+    method_title: str
+    method_known: bool
+    assessed_on: dt.date | None
+    assessor: str
+    profile: list[tuple[str, str]]
+    impact: int | None
+    impact_label: str
+    impact_scale: str
+    ungraded_reason: str
+    narrative_html: str
+    basis_claims: list[str]
+    basis_sources: list[SourceView]
+
+
+def assessment_view(position: int, assessment: dict[str, Any], methods, sources) -> AssessmentView:
+    method = methods.get(assessment["method"])
+    values = assessment["values"]
+    profile: list[tuple[str, str]] = []
+    if method is not None:
+        for dimension in method.dimensions:
+            value_labels = {v["key"]: v["label"] for v in dimension["values"]}
+            if dimension["key"] in values:
+                value = values[dimension["key"]]
+                profile.append((dimension["label"], value_labels.get(value, value)))
+        known = {d["key"] for d in method.dimensions}
+        profile += [(k, v) for k, v in values.items() if k not in known]
+        impact_labels = method.impact.get("labels", {})
+        scale = f"{method.impact.get('min', '')}–{method.impact.get('max', '')}"
+    else:
+        profile = [(k.replace("_", " "), v.replace("_", " ")) for k, v in values.items()]
+        impact_labels, scale = {}, ""
+    impact = assessment["impact"]
+    return AssessmentView(
+        position=position,
+        method_key=assessment["method"],
+        method_title=method.title if method else "",
+        method_known=method is not None,
+        assessed_on=parse_date(assessment["assessed_on"]),
+        assessor=assessment["assessor"],
+        profile=profile,
+        impact=impact,
+        impact_label=impact_labels.get(str(impact), "") if impact is not None else "",
+        impact_scale=scale,
+        ungraded_reason=assessment["impact_ungraded_reason"],
+        narrative_html=render_markdown(assessment["narrative"]),
+        basis_claims=list(assessment["evidence_basis"]["claims"]),
+        basis_sources=[
+            sources.get(k) or source_view(k, None) for k in assessment["evidence_basis"]["sources"]
+        ],
+    )
+
+
+@dataclass
+class CasePage:
+    """Everything the record page shows, section by section in the seed's order."""
+
+    document: dict[str, Any]
+    key: str
+    title: str
+    summary: str
+    status: str
+    status_label: str
+    tags: list[str]
+    scope_note_html: str
+    scope: dict[str, Any]
+    own_figures: list[dict[str, Any]]
+    attributions: list[dict[str, Any]]
+    relations: list[dict[str, Any]]
+    incoming: list[dict[str, Any]]
+    assessment: AssessmentView | None
+    earlier_assessments: list[AssessmentView]
+    basis_html: str
+    limits_html: str
+    account_html: str
+    claims: list[dict[str, Any]]
+    controls: list[dict[str, Any]]
+    unknowns: list[dict[str, Any]]
+    reproduction: list[dict[str, Any]]
+    sources: list[SourceView]
+    history: list[dict[str, Any]] = field(default_factory=list)  # material_history_rows
+    revision: int | None = None
+    as_of: Revision | None = None  # set when showing a past revision
+    citation: dict[str, Any] | None = None  # citation.citation_block of the revision shown
+    released: bool = False  # the released view: link only published revisions
+
+
+def cited_source_keys(document: dict[str, Any]) -> list[str]:
+    """Every source the case cites, in order of first appearance."""
+    keys: dict[str, None] = {}
+    for claim in document["claims"]:
+        for link in claim["evidence"]:
+            keys.setdefault(link["source"])
+    for assessment in document["assessments"]:
+        for key in assessment["evidence_basis"]["sources"]:
+            keys.setdefault(key)
+    return list(keys)
+
+
+def method_from_document(document: dict[str, Any]) -> AssessmentMethod:
+    """An assessment method as a (released) document states it, read like the live one."""
+    fields = ("key", "title", "dimensions", "impact")
+    return AssessmentMethod(
+        **{name: document[name] for name in fields}, status=document.get("status", "active")
+    )
+
+
+def released_methods(
+    keys: set[str] | list[str], release: Release | int | None = None
+) -> dict[str, AssessmentMethod]:
+    """The named methods as a release (else the latest) published them, by key."""
+    documents = public.released_documents("method", keys, release)
+    return {key: method_from_document(document) for key, document in documents.items()}
+
+
+def material_history_rows(
+    kind: str, key: str, entries: list[dict[str, Any]], *, released: bool
+) -> list[dict[str, Any]]:
+    """``public.material_history`` entries for the templates, with their action's label and
+    ``url``: the revision's page, or "" where the reader may not open it (in the released
+    view, only published revisions open)."""
+    return [
+        {
+            **entry,
+            "action_label": label("revision_action", entry["action"]),
+            "url": public.revision_path(kind, key, entry["revision"])
+            if entry["published"] or not released
+            else "",
+        }
+        for entry in entries
+    ]
+
+
+def case_page(
+    document: dict[str, Any],
+    *,
+    revision: int | None,
+    as_of: Revision | None = None,
+    history: list[dict[str, Any]] | None = None,
+    citation: dict[str, Any] | None = None,
+    released: bool = False,
+    release: Release | int | None = None,
+) -> CasePage:
+    """Build the record page of a case document.
+
+    The records it names (sources, methods, scope rules, figures of other cases) come from
+    the working state — for a past revision (``as_of``), its sources as they were then — or,
+    in the ``released`` view, as ``release`` (else the latest release) published them.
+    """
+    keys = cited_source_keys(document)
+    method_keys = {a["method"] for a in document["assessments"]}
+    if released:
+        source_docs = public.released_documents("source", keys, release)
+        methods = released_methods(method_keys, release)
+        scope = public.released_scope(document, release)
+    else:
+        if as_of is not None:
+            source_docs = selectors.sources_as_of(keys, as_of.number)
+            missing = [k for k in keys if k not in source_docs]
+            if missing:
+                source_docs.update(selectors.sources_by_key(missing))
+        else:
+            source_docs = selectors.sources_by_key(keys)
+        methods = selectors.methods_by_key(method_keys)
+        scope = selectors.scope_of_document(document)
+    sources = {k: source_view(k, source_docs.get(k)) for k in keys}
+    figures = scope["figures"]
+
+    assessments = [
+        assessment_view(i, a, methods, sources) for i, a in enumerate(document["assessments"])
+    ]
+    claims = [
+        {
+            **claim,
+            "status_label": label("claim_status", claim["status"]),
+            "basis_label": label("claim_basis", claim["basis"]),
+            "origin_label": label("claim_origin", claim["origin"]),
+            "withdrawn": claim["status"] == "withdrawn",
+            "links": [
+                {
+                    **link,
+                    "relation_label": label("relation", link["relation"]),
+                    "source_view": sources[link["source"]],
+                }
+                for link in claim["evidence"]
+            ],
+        }
+        for claim in document["claims"]
+    ]
+    return CasePage(
+        document=document,
+        key=document["key"],
+        title=document["title"],
+        summary=document["summary"],
+        status=document["status"],
+        status_label=label("case_status", document["status"]),
+        tags=document["tags"],
+        scope_note_html=render_markdown(document["scope_note"]),
+        scope=scope,
+        own_figures=[
+            {
+                **f,
+                "value_text": number_text(f["value"]),
+                "scope_label": label("figure_scope", f["scope"]),
+            }
+            for f in document["figures"]
+        ],
+        attributions=[
+            {
+                **a,
+                "role_label": label("attribution_role", a["role"]),
+                "figure_view": figures.get(a["figure"]),
+                "value_text": number_text(figures[a["figure"]]["value"])
+                if a["figure"] in figures
+                else "",
+            }
+            for a in document["attributions"]
+        ],
+        relations=[
+            {**r, "kind_label": label("case_relation", r["kind"])} for r in document["relations"]
+        ],
+        incoming=[
+            {**r, "kind_label": label("case_relation", r["kind"])} for r in scope["incoming"]
+        ],
+        assessment=assessments[-1] if assessments else None,
+        earlier_assessments=list(reversed(assessments[:-1])),
+        basis_html=render_markdown(document["basis"]),
+        limits_html=render_markdown(document["limits"]),
+        account_html=render_markdown(document["account"]),
+        claims=claims,
+        controls=[
+            {**c, "kind_label": label("control_kind", c["kind"])} for c in document["controls"]
+        ],
+        unknowns=[
+            {**u, "kind_label": label("unknown_kind", u["kind"])} for u in document["unknowns"]
+        ],
+        reproduction=document["reproduction_runs"],
+        sources=list(sources.values()),
+        history=history or [],
+        revision=revision,
+        as_of=as_of,
+        citation=citation,
+        released=released,
+    )

@@ -1,0 +1,479 @@
+"""Editing a case: its fields, claims and evidence, assessments, and its lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpResponseRedirect
+from django.urls import reverse
+from django.utils import timezone
+
+from claimsdb import selectors
+from claimsdb.models import AssessmentMethod
+
+from ..editing import RecordEditView, ViolationPlacer, list_rows, row_data
+from ..forms import (
+    AssessmentForm,
+    AttributionFormSet,
+    CaseForm,
+    ClaimForm,
+    ControlFormSet,
+    EvidenceLinkFormSet,
+    FigureFormSet,
+    NewCaseForm,
+    RelationFormSet,
+    UnknownFormSet,
+)
+from ..presenters import cited_source_keys, number_text
+
+CASE_FIELDS = ("title", "status", "summary", "scope_note", "basis", "limits", "account", "tags")
+
+
+def case_url(key: str, anchor: str = "") -> str:
+    return reverse("case-detail", args=[key]) + (f"#{anchor}" if anchor else "")
+
+
+def source_choices() -> list[tuple[str, str]]:
+    return [
+        (s.key, f"{s.title} ({s.key})" + (" — withdrawn" if s.status == "withdrawn" else ""))
+        for s in selectors.source_list()
+    ]
+
+
+def claim_choices(document: dict[str, Any]) -> list[tuple[str, str]]:
+    def short(text: str) -> str:
+        return text if len(text) <= 90 else text[:89] + "…"
+
+    return [(c["id"], f"{c['id']} — {short(c['statement'])}") for c in document["claims"]]
+
+
+class CaseFieldsEditView(RecordEditView):
+    """/cases/<key>/edit/: title, status, lede, scope note, basis, limits, account, tags."""
+
+    template_name = "cases/edit_fields.html"
+    page_title = "Edit case"
+
+    def build_forms(self, data, document):
+        return {"case": CaseForm(data, initial=CaseForm.initial_from(document), prefix="case")}
+
+    def build_document(self, document, section, placer: ViolationPlacer):
+        form = section["case"]
+        placer.add("", form, catch_all=False)
+        document.update({name: form.cleaned_data[name] for name in CASE_FIELDS})
+        return document
+
+    def success_url(self, document):
+        return case_url(document["key"])
+
+
+class CaseCreateView(RecordEditView):
+    """/cases/new/: a new case with its fields; claims and the rest are added afterwards."""
+
+    mode = "create"
+    template_name = "cases/edit_fields.html"
+    page_title = "New case"
+    default_summary = "New case"
+
+    def build_forms(self, data, document):
+        return {"case": NewCaseForm(data, initial={"status": "draft"}, prefix="case")}
+
+    def build_document(self, document, section, placer):
+        form = section["case"]
+        placer.add("", form, catch_all=False)
+        return {
+            "format": "claimsdb.case/1",
+            "key": form.cleaned_data["key"].strip(),
+            **{name: form.cleaned_data[name] for name in CASE_FIELDS},
+            "claims": [],
+            "assessments": [],
+            "controls": [],
+            "unknowns": [],
+            "figures": [],
+            "attributions": [],
+            "relations": [],
+            "reproduction_runs": [],
+        }
+
+    def success_url(self, document):
+        return case_url(document["key"])
+
+    def cancel_url(self):
+        return reverse("case-list")
+
+
+class ClaimEditView(RecordEditView):
+    """/cases/<key>/claims/new/ and /cases/<key>/claims/<id>/edit/: a claim with its evidence
+    links (a source, a relation and a locator per row)."""
+
+    template_name = "cases/claim_form.html"
+
+    @property
+    def claim_id(self) -> str | None:
+        return self.kwargs.get("claim_id")
+
+    @property
+    def page_title(self) -> str:
+        return f"Edit claim {self.claim_id}" if self.claim_id else "New claim"
+
+    @property
+    def default_summary(self) -> str:
+        return f"Edit claim {self.claim_id}" if self.claim_id else "Add a claim"
+
+    def claim_index(self, document) -> int:
+        if self.claim_id is None:
+            return len(document["claims"])
+        for index, claim in enumerate(document["claims"]):
+            if claim["id"] == self.claim_id:
+                return index
+        raise Http404(f"no claim {self.claim_id} in {document['key']}")
+
+    def build_forms(self, data, document):
+        index = self.claim_index(document)
+        if self.claim_id is None:
+            claim = {"id": selectors.suggested_claim_id(document["key"]), "origin": "human"}
+            links: list[dict[str, Any]] = []
+        else:
+            claim = document["claims"][index]
+            links = claim["evidence"]
+        return {
+            "claim": ClaimForm(
+                data, initial=claim, id_editable=self.claim_id is None, prefix="claim"
+            ),
+            "evidence": EvidenceLinkFormSet(
+                data,
+                initial=[dict(link) for link in links],
+                prefix="evidence",
+                form_kwargs={"source_choices": source_choices()},
+            ),
+        }
+
+    def build_document(self, document, section, placer):
+        index = self.claim_index(document)
+        form = section["claim"]
+        claim = {
+            name: form.cleaned_data[name]
+            for name in ("id", "statement", "status", "status_note", "basis", "origin")
+        }
+        claim["id"] = claim["id"].strip()
+        claim["evidence"] = []
+        placer.add(f"claims[{index}]", form)
+        placer.section(f"claims[{index}].evidence", "evidence")
+        for position, row in enumerate(list_rows(section["evidence"])):
+            claim["evidence"].append(row_data(row))
+            placer.add(f"claims[{index}].evidence[{position}]", row)
+        if self.claim_id is None:
+            document["claims"].append(claim)
+        else:
+            document["claims"][index] = claim
+        return document
+
+    def success_url(self, document):
+        return case_url(document["key"], "claims")
+
+
+class ClaimsArrangeView(RecordEditView):
+    """/cases/<key>/claims/: the claims in order, with move, edit and withdraw actions.
+
+    The move buttons post to /cases/<key>/claims/<id>/move/ (``ClaimMoveView``)."""
+
+    template_name = "cases/claims.html"
+    page_title = "Arrange claims"
+    default_summary = "Reorder claims"
+    default_material = False
+
+    def build_forms(self, data, document):
+        return {}
+
+    def extra_context(self):
+        return {"claims": self.document["claims"]}
+
+    def post(self, request, *args, **kwargs):
+        return HttpResponseRedirect(reverse("case-claims", args=[self.record_key()]))
+
+    def success_url(self, document):
+        return reverse("case-claims", args=[document["key"]])
+
+
+class ClaimMoveView(ClaimsArrangeView):
+    """POST: move a claim one place up or down (``direction``)."""
+
+    def get(self, request, *args, **kwargs):
+        return HttpResponseRedirect(reverse("case-claims", args=[self.record_key()]))
+
+    post = RecordEditView.post
+
+    def build_document(self, document, section, placer):
+        claims = document["claims"]
+        ids = [c["id"] for c in claims]
+        if self.kwargs["claim_id"] not in ids:
+            raise Http404(f"no claim {self.kwargs['claim_id']}")
+        index = ids.index(self.kwargs["claim_id"])
+        step = -1 if self.request.POST.get("direction") == "up" else 1
+        target = index + step
+        if 0 <= target < len(claims):
+            claims[index], claims[target] = claims[target], claims[index]
+        return document
+
+
+class ClaimWithdrawView(RecordEditView):
+    """/cases/<key>/claims/<id>/withdraw/: the claim stays, with status ``withdrawn``."""
+
+    template_name = "cases/claim_withdraw.html"
+    page_title = "Withdraw claim"
+
+    @property
+    def default_summary(self) -> str:
+        return f"Withdraw claim {self.kwargs['claim_id']}"
+
+    def claim(self) -> dict[str, Any]:
+        for claim in self.document["claims"]:
+            if claim["id"] == self.kwargs["claim_id"]:
+                return claim
+        raise Http404(f"no claim {self.kwargs['claim_id']}")
+
+    def build_forms(self, data, document):
+        self.claim()
+        return {}
+
+    def extra_context(self):
+        return {"claim": self.claim()}
+
+    def build_document(self, document, section, placer):
+        for index, claim in enumerate(document["claims"]):
+            if claim["id"] == self.kwargs["claim_id"]:
+                claim["status"] = "withdrawn"
+                placer.section(f"claims[{index}]", "claim")
+                placer.section(f"claims[{index}].evidence", "claim")
+        return document
+
+    def success_url(self, document):
+        return case_url(document["key"], "claims")
+
+
+class AssessmentEditView(RecordEditView):
+    """/cases/<key>/assessments/new/ and /cases/<key>/assessments/<n>/edit/ (n counts from 1).
+
+    The form follows the method's dimensions. A new assessment starts from the current one
+    (if it uses the same method) and is added after it, so it becomes current."""
+
+    template_name = "cases/assessment_form.html"
+
+    @property
+    def number(self) -> int | None:
+        return self.kwargs.get("number")
+
+    @property
+    def page_title(self) -> str:
+        return f"Edit assessment {self.number}" if self.number else "New assessment"
+
+    @property
+    def default_summary(self) -> str:
+        return f"Edit assessment {self.number}" if self.number else "New assessment"
+
+    def index(self, document) -> int:
+        if self.number is None:
+            return len(document["assessments"])
+        if not 1 <= self.number <= len(document["assessments"]):
+            raise Http404(f"no assessment {self.number}")
+        return self.number - 1
+
+    def method(self, document) -> AssessmentMethod:
+        if self.number is not None:
+            key = document["assessments"][self.index(document)]["method"]
+        else:
+            key = self.request.POST.get("assessment-method") or self.request.GET.get("method")
+            if not key:
+                current = document["assessments"][-1]["method"] if document["assessments"] else ""
+                key = current or next(
+                    (m.key for m in selectors.method_list() if m.status == "active"), ""
+                )
+        method = selectors.methods_by_key([key]).get(key)
+        if method is None:
+            raise Http404(f"no assessment method {key!r}")
+        return method
+
+    def build_forms(self, data, document):
+        method = self.method(document)
+        self.active_method = method
+        if self.number is not None:
+            initial = AssessmentForm.initial_from(document["assessments"][self.index(document)])
+        else:
+            previous = [a for a in document["assessments"] if a["method"] == method.key]
+            initial = AssessmentForm.initial_from(previous[-1]) if previous else {}
+            initial.update(
+                method=method.key,
+                assessed_on=timezone.now().date().isoformat(),
+                assessor=self.request.user.get_full_name() or self.request.user.get_username(),
+            )
+        cited = cited_source_keys(document)
+        titles = selectors.sources_by_key(cited)
+        return {
+            "assessment": AssessmentForm(
+                data,
+                initial=initial,
+                prefix="assessment",
+                method=method,
+                claim_choices=claim_choices(document),
+                source_choices=[
+                    (k, f"{titles[k]['title']} ({k})" if k in titles else k) for k in cited
+                ],
+            )
+        }
+
+    def extra_context(self):
+        return {
+            "method": getattr(self, "active_method", None),
+            "methods": [m for m in selectors.method_list() if m.status == "active"],
+            "is_new": self.number is None,
+        }
+
+    def build_document(self, document, section, placer):
+        form = section["assessment"]
+        index = self.index(document)
+        fields = {
+            "method": "method",
+            "assessed_on": "assessed_on",
+            "assessor": "assessor",
+            "values": form.dimension_fields[0] if form.dimension_fields else "method",
+            "impact": "impact",
+            "impact_ungraded_reason": "impact_ungraded_reason",
+            "narrative": "narrative",
+            "evidence_basis": "basis_claims",
+            "evidence_basis.claims": "basis_claims",
+            "evidence_basis.sources": "basis_sources",
+        }
+        fields.update({f"values.{n.removeprefix('value_')}": n for n in form.dimension_fields})
+        placer.add(f"assessments[{index}]", form, fields)
+        if self.number is None:
+            document["assessments"].append(form.assessment())
+        else:
+            document["assessments"][index] = form.assessment()
+        return document
+
+    def success_url(self, document):
+        return case_url(document["key"], "assessment")
+
+
+class ListEditView(RecordEditView):
+    """A list of the case (figures, attributions, relations, controls, unknowns) edited as
+    rows: change rows in place, renumber them to reorder, tick to remove, fill a blank row to
+    add. Works without JavaScript."""
+
+    template_name = "cases/list_form.html"
+    list_name = ""
+    formset_class: Any = None
+    anchor = ""
+    intro = ""
+
+    @property
+    def default_summary(self) -> str:
+        return f"Edit {self.list_name}"
+
+    def form_kwargs(self, document) -> dict[str, Any]:
+        return {}
+
+    def initial_rows(self, document) -> list[dict[str, Any]]:
+        return [dict(item) for item in document[self.list_name]]
+
+    def build_forms(self, data, document):
+        return {
+            "rows": self.formset_class(
+                data,
+                initial=self.initial_rows(document),
+                prefix=self.list_name,
+                form_kwargs=self.form_kwargs(document),
+            )
+        }
+
+    def to_item(self, data: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+    def build_document(self, document, section, placer):
+        items = []
+        placer.section(self.list_name, "rows")
+        for position, row in enumerate(list_rows(section["rows"])):
+            items.append(self.to_item(row_data(row)))
+            placer.add(f"{self.list_name}[{position}]", row)
+        document[self.list_name] = items
+        return document
+
+    def extra_context(self):
+        return {"intro": self.intro, "list_name": self.list_name}
+
+    def success_url(self, document):
+        return case_url(document["key"], self.anchor)
+
+
+class FiguresEditView(ListEditView):
+    list_name = "figures"
+    formset_class = FigureFormSet
+    page_title = "Edit figures"
+    anchor = "scope"
+    intro = (
+        "Numbers that belong to this case's event, with the claims that support them. "
+        "Other cases can use them only through an attribution, within the scope rules."
+    )
+
+    def form_kwargs(self, document):
+        return {"claim_choices": claim_choices(document)}
+
+    def to_item(self, data):
+        data["id"] = data["id"].strip()
+        data["claims"] = list(data["claims"])
+        return data
+
+
+class AttributionsEditView(ListEditView):
+    list_name = "attributions"
+    formset_class = AttributionFormSet
+    page_title = "Edit attributions"
+    anchor = "scope"
+    intro = (
+        "Figures of other cases that this case uses, as impact basis or as context. "
+        "Scope rules decide which figures may be attributed to this case."
+    )
+
+    def form_kwargs(self, document):
+        return {
+            "figure_choices": [
+                (
+                    f.figure_id,
+                    f"{f.figure_id}: {number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}",
+                )
+                for f in selectors.figures_of_other_cases(document["key"])
+            ]
+        }
+
+
+class RelationsEditView(ListEditView):
+    list_name = "relations"
+    formset_class = RelationFormSet
+    page_title = "Edit relations"
+    anchor = "scope"
+    intro = (
+        "Relations to other cases. Symmetric relations (same event, related but distinct) "
+        "show on both cases."
+    )
+
+    def form_kwargs(self, document):
+        return {
+            "case_choices": [
+                (key, f"{key} — {title}")
+                for key, title in selectors.case_keys_and_titles()
+                if key != document["key"]
+            ]
+        }
+
+
+class ControlsEditView(ListEditView):
+    list_name = "controls"
+    formset_class = ControlFormSet
+    page_title = "Edit controls and mitigations"
+    anchor = "controls"
+
+
+class UnknownsEditView(ListEditView):
+    list_name = "unknowns"
+    formset_class = UnknownFormSet
+    page_title = "Edit unknowns and contradictions"
+    anchor = "unknowns"

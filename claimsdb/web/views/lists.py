@@ -1,0 +1,205 @@
+"""The start page's search and the case list: the working state, or the released view."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from claimsdb import choices, public, selectors
+from claimsdb.models import AssessmentMethod
+
+from ..access import reads_released, request_has_role
+from ..presenters import label, method_from_document, parse_date
+
+RECENT_RELEASES = 5
+
+
+def index(request: HttpRequest) -> HttpResponse:
+    """Search across cases, claims and sources; the latest revisions, or for the public the
+    latest releases."""
+    query = request.GET.get("q", "").strip()
+    released = reads_released(request)
+    context = {"query": query, "results": None, "released": released}
+    if released:
+        if query:
+            context["results"] = released_results(public.released_search(query))
+        context["releases"] = [
+            {"release": release, "counts": public.release_counts(release)}
+            for release in public.release_list()[:RECENT_RELEASES]
+        ]
+    else:
+        if query:
+            context["results"] = working_results(selectors.search_knowledge_base(query))
+        context["recent"] = list(selectors.recent_revisions(20))
+    return render(request, "index.html", context)
+
+
+def working_results(found: dict) -> dict[str, list[dict]]:
+    """``selectors.search_knowledge_base`` results as the start page lists them."""
+    return {
+        "cases": [{"key": c.key, "title": c.title, "summary": c.summary} for c in found["cases"]],
+        "claims": [
+            {
+                "case": c.case.key,
+                "id": c.claim_id,
+                "statement": c.statement,
+                "status": c.status,
+                "status_label": label("claim_status", c.status),
+            }
+            for c in found["claims"]
+        ],
+        "sources": [
+            {"key": s.key, "title": s.title, "kind_label": label("source_kind", s.kind)}
+            for s in found["sources"]
+        ],
+    }
+
+
+def released_results(found: dict) -> dict[str, list[dict]]:
+    """``public.released_search`` results as the start page lists them."""
+    return {
+        "cases": [
+            {"key": key, "title": document["title"], "summary": document["summary"]}
+            for key, document, _ in found["cases"]
+        ],
+        "claims": [
+            {**claim, "status_label": label("claim_status", claim["status"])}
+            for claim in found["claims"]
+        ],
+        "sources": [
+            {
+                "key": key,
+                "title": document["title"],
+                "kind_label": label("source_kind", document["kind"]),
+            }
+            for key, document, _ in found["sources"]
+        ],
+    }
+
+
+def _assessment_profile(assessment: dict | None, labels: dict) -> list[tuple[str, str]]:
+    """(dimension label, value label) of an assessment's values, in its method's words."""
+    if assessment is None:
+        return []
+    method_labels = labels.get(assessment["method"], {})
+    profile = []
+    for dim_key, value in assessment["values"].items():
+        dim_label, value_labels = method_labels.get(dim_key, (dim_key, {}))
+        profile.append((dim_label, value_labels.get(value, value)))
+    return profile
+
+
+def _case_row(key, document_fields: dict, assessment: dict | None, labels: dict) -> dict:
+    return {
+        "key": key,
+        **document_fields,
+        "status_label": label("case_status", document_fields["status"]),
+        "profile": _assessment_profile(assessment, labels),
+        "impact": None if assessment is None else assessment["impact"],
+        "assessed_on": None if assessment is None else assessment["assessed_on"],
+    }
+
+
+def _working_case_rows(status: str, tag: str, values: dict, labels: dict) -> list[dict]:
+    rows = []
+    for case in selectors.case_list_filtered(status=status, tag=tag, values=values):
+        assessments = list(case.assessments.all())
+        current = assessments[-1] if assessments else None
+        fields = {
+            "status": case.status,
+            "title": case.title,
+            "summary": case.summary,
+            "tags": [t.name for t in case.tags.all()],
+            "claim_count": case.claim_count,
+            "revision": case.latest_revision,
+        }
+        assessment = None
+        if current is not None:
+            assessment = {
+                "method": current.method.key,
+                "values": current.values,
+                "impact": current.impact,
+                "assessed_on": current.assessed_on,
+            }
+        rows.append(_case_row(case.key, fields, assessment, labels))
+    return rows
+
+
+def _released_case_rows(records, tag: str, values: dict, labels: dict) -> list[dict]:
+    rows = []
+    for key, document, revision in records:
+        current = document["assessments"][-1] if document["assessments"] else None
+        if tag and tag not in document["tags"]:
+            continue
+        chosen = current["values"] if current else {}
+        if any(chosen.get(k) != v for k, v in values.items()):
+            continue
+        fields = {
+            "status": document["status"],
+            "title": document["title"],
+            "summary": document["summary"],
+            "tags": document["tags"],
+            "claim_count": len(document["claims"]),
+            "revision": revision.number,
+        }
+        assessment = None
+        if current is not None:
+            assessment = {**current, "assessed_on": parse_date(current["assessed_on"])}
+        rows.append(_case_row(key, fields, assessment, labels))
+    return rows
+
+
+def case_list(request: HttpRequest) -> HttpResponse:
+    """Cases, filtered by status, tag and the values of their current assessment (for the
+    public: released cases, by tag and assessment)."""
+    released = reads_released(request)
+    if released:
+        records = public.released_records("case")
+        methods: list[AssessmentMethod] = [
+            method_from_document(document) for _, document, _ in public.released_records("method")
+        ]
+        tags = sorted({tag for _, document, _ in records for tag in document["tags"]})
+    else:
+        methods = list(selectors.method_list())
+        tags = selectors.case_tags()
+    dimensions: dict[str, dict] = {}
+    for method in methods:
+        for dimension in method.dimensions:
+            entry = dimensions.setdefault(
+                dimension["key"],
+                {"key": dimension["key"], "label": dimension["label"], "values": {}},
+            )
+            for value in dimension["values"]:
+                entry["values"].setdefault(value["key"], value["label"])
+    status = request.GET.get("status", "")
+    if released or status not in choices.CaseStatus.values:
+        status = ""  # every released case is ready
+    tag = request.GET.get("tag", "")
+    if tag not in tags:
+        tag = ""
+    values = {}
+    for key, dimension in dimensions.items():
+        chosen = request.GET.get(f"a.{key}", "")
+        if chosen in dimension["values"]:
+            values[key] = chosen
+        dimension["chosen"] = values.get(key, "")
+        dimension["options"] = list(dimension["values"].items())
+    labels = {m.key: m.dimension_labels() for m in methods}
+    if released:
+        rows = _released_case_rows(records, tag, values, labels)
+    else:
+        rows = _working_case_rows(status, tag, values, labels)
+    return render(
+        request,
+        "cases/list.html",
+        {
+            "rows": rows,
+            "statuses": [] if released else choices.CaseStatus.choices,
+            "status": status,
+            "tags": tags,
+            "tag": tag,
+            "dimensions": list(dimensions.values()),
+            "filtered": bool(status or tag or values),
+            "can_edit": request_has_role(request, "analyst"),
+        },
+    )

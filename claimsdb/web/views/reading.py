@@ -1,0 +1,331 @@
+"""Reading pages: the record page, its canonical document, history, revisions, diffs."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+
+from claimsdb import choices, public, selectors
+from claimsdb.citation import citation_block
+from claimsdb.records import dumps_pretty, loads
+from claimsdb.services import revision_revert
+
+from ..access import (
+    SignInRequired,
+    VisibleRevision,
+    reader_page,
+    reads_released,
+    request_has_role,
+    require_visible_record,
+    visible_document,
+    visible_revision,
+)
+from ..diffs import document_changes
+from ..editing import simple_service_call
+from ..forms import RevertForm
+from ..presenters import case_page, material_history_rows, source_view
+
+RECORD_LABELS = dict(choices.RecordKind.choices)
+# The URL name of each record kind's page, and the argument that names the record.
+RECORD_PAGES = {
+    "case": "case-detail",
+    "source": "source-detail",
+    "rule": "rule-detail",
+    "method": "method-detail",
+}
+RECORD_PAGE_HISTORY = 50
+
+
+def record_url(kind: str, key: str, page: str = "detail", *args) -> str:
+    prefix = {"case": "case", "source": "source", "rule": "rule", "method": "method"}[kind]
+    return reverse(f"{prefix}-{page}", args=[key, *args])
+
+
+def case_detail(request: HttpRequest, key: str) -> HttpResponse:
+    """The record page, sections in the seed's order: the working state, or the released
+    revision for the public."""
+    visible = visible_document(request, "case", key)
+    history = public.material_history("case", key, public=visible.released)
+    page = case_page(
+        visible.document,
+        revision=visible.revision,
+        history=material_history_rows(
+            "case", key, history[:RECORD_PAGE_HISTORY], released=visible.released
+        ),
+        citation=_citation(request, "case", key, visible.document, visible.revision),
+        released=visible.released,
+    )
+    return render(
+        request,
+        "cases/detail.html",
+        {
+            "page": page,
+            "can_edit": request_has_role(request, "analyst"),
+            "can_review": request_has_role(request, "reviewer"),
+        },
+    )
+
+
+def _citation(request, kind: str, key: str, document: dict, number: int | None):
+    if number is None:
+        return None
+    return citation_block(kind, key, document, number, base_url=request.build_absolute_uri("/"))
+
+
+def case_record_json(request: HttpRequest, key: str) -> HttpResponse:
+    """ "Inspect the record": the canonical document this user sees."""
+    visible = visible_document(request, "case", key)
+    response = HttpResponse(
+        dumps_pretty(visible.document), content_type="application/json; charset=utf-8"
+    )
+    if visible.revision is not None:
+        response["ETag"] = public.revision_etag(visible.revision)
+    return response
+
+
+def case_revision_json(request: HttpRequest, key: str, number: int) -> HttpResponse:
+    """A past revision's canonical document, as the ledger holds it (for the public, a
+    released one, cacheable for ever)."""
+    visible = visible_revision(request, "case", key, number)
+    not_modified = public.released_not_modified(request, number)
+    if not_modified is not None:
+        return not_modified
+    response = HttpResponse(
+        dumps_pretty(loads(visible.revision.snapshot)),
+        content_type="application/json; charset=utf-8",
+    )
+    response["ETag"] = public.revision_etag(number)
+    public.immutable_headers(response, number, request=request)
+    return response
+
+
+def record_history(request: HttpRequest, key: str, kind: str = "case") -> HttpResponse:
+    """Every revision of a record, newest first, with links to each and to its changes. The
+    public sees the material revisions up to the released one, and opens the published ones."""
+    require_visible_record(request, kind, key)
+    context = {
+        "kind": kind,
+        "kind_label": RECORD_LABELS[kind],
+        "key": key,
+        "record_url": record_url(kind, key),
+        "diff_form_url": record_url(kind, key, "diff-form"),
+    }
+    if reads_released(request):
+        return render(request, "records/history.html", {**context, **_released_history(kind, key)})
+    revisions = selectors.record_revisions(kind, key)
+    page = Paginator(revisions, 100).get_page(request.GET.get("page"))
+    shown = list(page)
+    older = revisions.filter(number__lt=shown[-1].number).first() if shown else None
+    entries = [
+        {"revision": revision, "previous": shown[i + 1] if i + 1 < len(shown) else older}
+        for i, revision in enumerate(shown)
+    ]
+    return render(
+        request,
+        "records/history.html",
+        {
+            **context,
+            "page": page,
+            "entries": entries,
+            "numbers": list(revisions.values_list("number", flat=True)),
+        },
+    )
+
+
+def _released_history(kind: str, key: str) -> dict:
+    """The public history: material revisions, each published one linked, with a diff
+    against the published revision before it."""
+    history = public.material_history(kind, key, public=True)
+    entries = material_history_rows(kind, key, history, released=True)
+    published = [entry["revision"] for entry in entries if entry["published"]]
+    for entry in entries:
+        number = entry["revision"]
+        earlier = [n for n in published if n < number]
+        entry["diff_url"] = (
+            record_url(kind, key, "diff", earlier[0], number)
+            if entry["published"] and earlier
+            else ""
+        )
+    return {"released": True, "entries": entries, "numbers": published}
+
+
+def record_revision(request: HttpRequest, key: str, number: int, kind: str = "case"):
+    """One revision as it was: a case rendered like its record page, other records as fields.
+
+    A released revision's page never changes: for the public it is cacheable for ever."""
+    visible = visible_revision(request, kind, key, number)
+    not_modified = public.released_not_modified(request, number)
+    if not_modified is not None:
+        return not_modified
+    revert_form = (
+        None if visible.released else RevertForm(initial=_revert_initial(kind, key, number))
+    )
+    response = _render_revision(request, kind, key, visible, revert_form)
+    public.immutable_headers(response, number, request=request)
+    return response
+
+
+def _revert_initial(kind: str, key: str, number: int) -> dict:
+    return {
+        "summary": f"Revert to revision {number}",
+        "material": True,
+        "base_revision": selectors.latest_revision_number(kind, key),
+    }
+
+
+def _render_revision(
+    request, kind, key, visible: VisibleRevision, revert_form, *, violations=(), status=200
+):
+    revision = visible.revision
+    document = loads(revision.snapshot)
+    context = {
+        "kind": kind,
+        "kind_label": RECORD_LABELS[kind],
+        "key": key,
+        "revision": revision,
+        "release": visible.release,
+        "released": visible.released,
+        # for the public, a page that never changes: nothing about later revisions
+        "latest": None if visible.released else selectors.latest_revision_number(kind, key),
+        "document": document,
+        "revert_form": revert_form,
+        "violations": violations,
+        "can_review": request_has_role(request, "reviewer"),
+        "record_url": record_url(kind, key),
+        "history_url": record_url(kind, key, "history"),
+    }
+    if kind == "case":
+        context["page"] = case_page(
+            document,
+            revision=revision.number,
+            as_of=revision,
+            citation=_citation(request, kind, key, document, revision.number),
+            released=visible.released,
+            release=visible.release,
+        )
+        return render(request, "cases/revision.html", context, status=status)
+    context["fields"] = _record_fields(kind, document)
+    return render(request, "records/revision.html", context, status=status)
+
+
+def _record_fields(kind: str, document: dict) -> list[tuple[str, str]]:
+    if kind == "source":
+        view = source_view(document["key"], document)
+        return [
+            ("Title", view.title),
+            ("Kind", view.kind_label),
+            ("Publisher", view.publisher),
+            ("URL", view.url),
+            ("Published on", document["published_on"] or ""),
+            ("Accessed on", document["accessed_on"] or ""),
+            ("Reliability", view.reliability_label),
+            ("Notes", view.notes),
+            ("Status", view.status),
+        ]
+    if kind == "rule":
+        return [
+            ("Kind", document["kind"].replace("_", "-")),
+            ("Status", document["status"]),
+            ("Figure", document["figure"]),
+            ("Case", document["case"]),
+            ("Reason", document["reason"]),
+        ]
+    rows = [("Title", document["title"]), ("Status", document.get("status", ""))]
+    for dimension in document["dimensions"]:
+        values = ", ".join(f"{v['label']} ({v['key']})" for v in dimension["values"])
+        rows.append((f"{dimension['label']} ({dimension['key']})", values))
+    impact = document["impact"]
+    labels = impact.get("labels", {})
+    rows.append(
+        (
+            "Impact scale",
+            f"{impact.get('min')}–{impact.get('max')}: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(labels.items())),
+        )
+    )
+    return rows
+
+
+def revision_revert_view(request: HttpRequest, key: str, number: int, kind: str = "case"):
+    """POST (reviewers): restore the record as it was at revision ``number``, as a new
+    ``revert`` revision through the same rules."""
+    if not request.user.is_authenticated:
+        raise SignInRequired
+    if not request_has_role(request, "reviewer"):
+        raise PermissionDenied("reverting needs the reviewer role")
+    if request.method != "POST":
+        return HttpResponseRedirect(record_url(kind, key, "revision", number))
+    visible = visible_revision(request, kind, key, number)
+    form = RevertForm(request.POST)
+    if not form.is_valid():
+        return _render_revision(request, kind, key, visible, form, status=400)
+
+    def refused(error):
+        return _render_revision(
+            request, kind, key, visible, form, violations=error.violations, status=409
+        )
+
+    result = simple_service_call(
+        request,
+        lambda: revision_revert(
+            user=request.user,
+            number=number,
+            summary=form.cleaned_data["summary"],
+            material=form.cleaned_data["material"],
+            expected_revision=form.cleaned_data["base_revision"],
+        ),
+        on_refused=refused,
+    )
+    if isinstance(result, HttpResponse):
+        return result
+    from django.contrib import messages
+
+    if result.revision is None:
+        messages.info(request, f"The record already reads as revision {number}: nothing changed.")
+    else:
+        messages.success(
+            request, f"Reverted to revision {number} as revision {result.revision.number}."
+        )
+    return HttpResponseRedirect(record_url(kind, key))
+
+
+revision_revert_page = reader_page(revision_revert_view)
+
+
+def record_diff(request: HttpRequest, key: str, a: int, b: int, kind: str = "case"):
+    """What changed between two revisions of one record, field by field (for the public,
+    between two released revisions)."""
+    old = visible_revision(request, kind, key, a)
+    new = visible_revision(request, kind, key, b)
+    rows = document_changes(loads(old.revision.snapshot), loads(new.revision.snapshot))
+    return render(
+        request,
+        "records/diff.html",
+        {
+            "kind": kind,
+            "kind_label": RECORD_LABELS[kind],
+            "key": key,
+            "old": old.revision,
+            "new": new.revision,
+            "old_release": old.release,
+            "new_release": new.release,
+            "released": new.released,
+            "rows": rows,
+            "record_url": record_url(kind, key),
+            "history_url": record_url(kind, key, "history"),
+        },
+    )
+
+
+def record_diff_form(request: HttpRequest, key: str, kind: str = "case"):
+    """The history page's compare form (GET ?a=&b=) → the diff page."""
+    require_visible_record(request, kind, key)
+    try:
+        a, b = int(request.GET["a"]), int(request.GET["b"])
+    except (KeyError, ValueError):
+        return HttpResponseRedirect(record_url(kind, key, "history"))
+    a, b = min(a, b), max(a, b)
+    return HttpResponseRedirect(record_url(kind, key, "diff", a, b))

@@ -1,0 +1,347 @@
+"""Sources (analysts), scope rules and assessment methods (reviewers)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+
+from claimsdb import choices, public, selectors
+
+from ..access import VisibleRecord, reads_released, request_has_role, visible_document
+from ..editing import RecordEditView
+from ..forms import (
+    MethodForm,
+    NewMethodForm,
+    NewRuleForm,
+    NewSourceForm,
+    RuleForm,
+    SourceForm,
+)
+from ..presenters import label, material_history_rows, number_text, source_view
+
+SOURCE_FIELDS = tuple(SourceForm.base_fields)
+DETAIL_HISTORY = 10
+
+
+def record_history_context(visible: VisibleRecord, kind: str, key: str) -> dict:
+    """The History section of a source, rule or method page: its latest revisions, or for
+    the public its material revisions up to the released one (published ones linked)."""
+    if visible.released:
+        history = public.material_history(kind, key, public=True)[:DETAIL_HISTORY]
+        return {
+            "released": True,
+            "released_history": material_history_rows(kind, key, history, released=True),
+        }
+    return {"history": list(selectors.record_revisions(kind, key)[:DETAIL_HISTORY])}
+
+
+# --- sources --------------------------------------------------------------------------------
+
+
+def source_list(request: HttpRequest) -> HttpResponse:
+    kind = request.GET.get("kind", "")
+    if kind not in choices.SourceKind.values:
+        kind = ""
+    if reads_released(request):
+        counts = public.released_link_counts()
+        rows = [
+            {**document, "link_count": counts.get(key, 0)}
+            for key, document, _ in public.released_records("source")
+            if not kind or document["kind"] == kind
+        ]
+    else:
+        sources = selectors.source_list()
+        if kind:
+            sources = sources.filter(kind=kind)
+        fields = ("key", "title", "kind", "publisher", "reliability", "status", "link_count")
+        rows = [{name: getattr(s, name) for name in fields} for s in sources]
+    for row in rows:
+        row["kind_label"] = label("source_kind", row["kind"])
+    return render(
+        request,
+        "sources/list.html",
+        {
+            "rows": rows,
+            "kinds": choices.SourceKind.choices,
+            "kind": kind,
+            "can_edit": request_has_role(request, "analyst"),
+        },
+    )
+
+
+def source_detail(request: HttpRequest, key: str) -> HttpResponse:
+    visible = visible_document(request, "source", key)
+    if visible.released:
+        citations = public.released_citations(key)
+    else:
+        citations = [
+            {
+                "case": link.claim.case.key,
+                "claim_id": link.claim.claim_id,
+                "statement": link.claim.statement,
+                "relation": link.relation,
+                "locator": link.locator,
+            }
+            for link in selectors.claims_citing_source(key)
+        ]
+    for citation in citations:
+        citation["relation_label"] = label("relation", citation["relation"])
+    return render(
+        request,
+        "sources/detail.html",
+        {
+            "source": source_view(key, visible.document),
+            "revision": visible.revision,
+            "links": citations,
+            **record_history_context(visible, "source", key),
+            "can_edit": request_has_role(request, "analyst"),
+        },
+    )
+
+
+class SourceEditView(RecordEditView):
+    kind = "source"
+    template_name = "records/edit.html"
+    page_title = "Edit source"
+
+    @property
+    def default_summary(self) -> str:
+        return f"Edit source {self.record_key()}"
+
+    def build_forms(self, data, document):
+        initial = {k: document[k] for k in SOURCE_FIELDS}
+        return {"record": SourceForm(data, initial=initial, prefix="source")}
+
+    def build_document(self, document, section, placer):
+        form = section["record"]
+        placer.add("", form)
+        document.update(form.source_fields())
+        return document
+
+    def success_url(self, document):
+        return reverse("source-detail", args=[document["key"]])
+
+
+class SourceCreateView(SourceEditView):
+    mode = "create"
+    page_title = "New source"
+    default_summary = "New source"
+
+    def build_forms(self, data, document):
+        return {"record": NewSourceForm(data, prefix="source")}
+
+    def build_document(self, document, section, placer):
+        form = section["record"]
+        placer.add("", form)
+        return {
+            "format": "claimsdb.source/1",
+            "key": form.cleaned_data["key"].strip(),
+            **form.source_fields(),
+        }
+
+    def cancel_url(self):
+        return reverse("source-list")
+
+
+# --- scope rules ----------------------------------------------------------------------------
+
+
+def figure_choices() -> list[tuple[str, str]]:
+    return [
+        (f.figure_id, f"{f.figure_id}: {number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}")
+        for f in selectors.all_figures()
+    ]
+
+
+def case_choices() -> list[tuple[str, str]]:
+    return [(key, f"{key} — {title}") for key, title in selectors.case_keys_and_titles()]
+
+
+def rule_list(request: HttpRequest) -> HttpResponse:
+    if reads_released(request):
+        rules = [document for _, document, _ in public.released_records("rule")]
+    else:
+        rules = list(selectors.rule_list())
+    return render(
+        request,
+        "rules/list.html",
+        {"rules": rules, "can_review": request_has_role(request, "reviewer")},
+    )
+
+
+def rule_detail(request: HttpRequest, key: str) -> HttpResponse:
+    visible = visible_document(request, "rule", key)
+    wanted = [visible.document["figure"]]
+    if visible.released:
+        figures = public.released_figures(wanted)
+    else:
+        figures = selectors.figures_by_id(wanted)
+    figure = figures.get(visible.document["figure"])
+    return render(
+        request,
+        "rules/detail.html",
+        {
+            "rule": visible.document,
+            "figure": figure,
+            "figure_value": number_text(figure["value"]) if figure else "",
+            "revision": visible.revision,
+            **record_history_context(visible, "rule", key),
+            "can_review": request_has_role(request, "reviewer"),
+        },
+    )
+
+
+class RuleEditView(RecordEditView):
+    kind = "rule"
+    role = "reviewer"
+    template_name = "records/edit.html"
+    page_title = "Edit scope rule"
+
+    @property
+    def default_summary(self) -> str:
+        return f"Edit scope rule {self.record_key()}"
+
+    def form_class(self):
+        return RuleForm
+
+    def build_forms(self, data, document):
+        initial = (
+            {k: document[k] for k in ("kind", "status", "figure", "case", "reason")}
+            if document
+            else {"kind": "non_attribution", "status": "active"}
+        )
+        return {
+            "record": self.form_class()(
+                data,
+                initial=initial,
+                prefix="rule",
+                figure_choices=figure_choices(),
+                case_choices=case_choices(),
+            )
+        }
+
+    def build_document(self, document, section, placer):
+        form = section["record"]
+        placer.add("", form)
+        data = form.cleaned_data
+        return {
+            "format": "claimsdb.rule/1",
+            "key": data["key"].strip() if "key" in data else document["key"],
+            **{k: data[k] for k in ("kind", "status", "figure", "case", "reason")},
+        }
+
+    def success_url(self, document):
+        return reverse("rule-detail", args=[document["key"]])
+
+
+class RuleCreateView(RuleEditView):
+    mode = "create"
+    page_title = "New scope rule"
+    default_summary = "New scope rule"
+
+    def form_class(self):
+        return NewRuleForm
+
+    def cancel_url(self):
+        return reverse("rule-list")
+
+
+# --- assessment methods ---------------------------------------------------------------------
+
+
+def method_list(request: HttpRequest) -> HttpResponse:
+    if reads_released(request):
+        methods = [document for _, document, _ in public.released_records("method")]
+    else:
+        methods = list(selectors.method_list())
+    return render(
+        request,
+        "methods/list.html",
+        {"methods": methods, "can_review": request_has_role(request, "reviewer")},
+    )
+
+
+def method_detail(request: HttpRequest, key: str) -> HttpResponse:
+    visible = visible_document(request, "method", key)
+    impact = visible.document["impact"]
+    scale = [
+        (n, impact.get("labels", {}).get(str(n), ""))
+        for n in range(int(impact.get("min", 0)), int(impact.get("max", 0)) + 1)
+    ]
+    return render(
+        request,
+        "methods/detail.html",
+        {
+            "method": visible.document,
+            "scale": scale,
+            "revision": visible.revision,
+            **record_history_context(visible, "method", key),
+            "can_review": request_has_role(request, "reviewer"),
+        },
+    )
+
+
+class MethodEditView(RecordEditView):
+    kind = "method"
+    role = "reviewer"
+    template_name = "records/edit.html"
+    page_title = "Edit assessment method"
+
+    @property
+    def default_summary(self) -> str:
+        return f"Edit method {self.record_key()}"
+
+    def build_forms(self, data, document):
+        initial = {k: document[k] for k in ("title", "status", "dimensions", "impact")}
+        return {"record": MethodForm(data, initial=initial, prefix="method")}
+
+    def build_document(self, document, section, placer):
+        form = section["record"]
+        placer.add("", form)
+        document.update(
+            {k: form.cleaned_data[k] for k in ("title", "status", "dimensions", "impact")}
+        )
+        return document
+
+    def success_url(self, document):
+        return reverse("method-detail", args=[document["key"]])
+
+
+class MethodCreateView(MethodEditView):
+    """/methods/new/ (``?from=<key>`` starts from an existing method: a new version)."""
+
+    mode = "create"
+    page_title = "New assessment method"
+    default_summary = "New assessment method"
+
+    def build_forms(self, data, document):
+        initial = {
+            "status": "active",
+            "dimensions": [],
+            "impact": {"min": 0, "max": 4, "labels": {}},
+        }
+        base_key = self.request.GET.get("from", "")
+        base = selectors.methods_by_key([base_key]).get(base_key) if base_key else None
+        if base is not None:
+            name, _, version = base.key.rpartition("/")
+            initial.update(
+                key=f"{name}/{int(version) + 1}" if version.isdigit() else "",
+                title=base.title,
+                dimensions=base.dimensions,
+                impact=base.impact,
+            )
+        return {"record": NewMethodForm(data, initial=initial, prefix="method")}
+
+    def build_document(self, document, section, placer):
+        form = section["record"]
+        placer.add("", form)
+        data = form.cleaned_data
+        return {
+            "format": "claimsdb.method/1",
+            "key": data["key"].strip(),
+            **{k: data[k] for k in ("title", "status", "dimensions", "impact")},
+        }
+
+    def cancel_url(self):
+        return reverse("method-list")

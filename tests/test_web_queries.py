@@ -1,0 +1,140 @@
+"""The record page and the lists run a fixed number of queries, however big the case."""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from claimsdb import public
+from claimsdb.models import Revision
+from claimsdb.records import record_document
+from claimsdb.services import record_create, record_update
+from claimsdb.services.releases import release_publish
+
+from .test_web_support import signed_in
+
+SOURCES = ["SRC-SGLANG-KV-TRANSFER-SAFETY", "SRC-SGLANG-PR-35049", "SRC-SGLANG-ISSUE-24527"]
+
+
+def claim(case_key: str, n: int, links: int) -> dict:
+    return {
+        "id": f"CLM-{case_key}-N{n}",
+        "statement": f"Claim number {n} of {case_key}.",
+        "status": "supported",
+        "status_note": "",
+        "basis": "reported_finding",
+        "origin": "human",
+        "evidence": [
+            {"source": SOURCES[i % len(SOURCES)], "relation": "supports", "locator": f"part {i}"}
+            for i in range(links)
+        ],
+    }
+
+
+def make_case(user, key: str, claims: int, links: int) -> None:
+    document = record_document("case", "CP22-003")
+    document.update(
+        key=key,
+        title=f"Case {key}",
+        claims=[claim(key, n, links) for n in range(claims)],
+        relations=[],
+        figures=[],
+        attributions=[],
+    )
+    for assessment in document["assessments"]:
+        assessment["evidence_basis"]["claims"] = [c["id"] for c in document["claims"][:2]]
+    record_create(kind="case", document=document, user=user, summary=f"{key} for counting")
+    document = record_document("case", key)
+    document["summary"] = "Edited once, so it has a history of two revisions."
+    record_update(kind="case", key=key, document=document, user=user, summary="second")
+
+
+def numbers(key: str) -> list[int]:
+    return sorted(Revision.objects.filter(record_key=key).values_list("number", flat=True))
+
+
+def count(client, url: str) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    assert response.status_code == 200, url
+    return len(queries)
+
+
+def test_record_page_queries_do_not_grow_with_claims_and_links(seeded, reviewer, viewer):
+    make_case(reviewer, "SMALL-1", claims=2, links=1)
+    make_case(reviewer, "BIG-1", claims=40, links=3)
+    client = signed_in(viewer)
+    client.get("/")  # the session is loaded once
+    for page in ("/cases/{}/", "/cases/{}/history/", "/cases/{}/record.json"):
+        small = count(client, page.format("SMALL-1"))
+        big = count(client, page.format("BIG-1"))
+        assert small == big, (page, small, big)
+        print(f"{page.format('…')}: {small} queries for 2 claims, {big} for 40 claims × 3 links")
+    small_numbers = numbers("SMALL-1")
+    big_numbers = numbers("BIG-1")
+    assert count(client, f"/cases/SMALL-1/revisions/{small_numbers[0]}/") == count(
+        client, f"/cases/BIG-1/revisions/{big_numbers[0]}/"
+    )
+    assert count(client, f"/cases/SMALL-1/diff/{small_numbers[0]}/{small_numbers[1]}/") == count(
+        client, f"/cases/BIG-1/diff/{big_numbers[0]}/{big_numbers[1]}/"
+    )
+    # and the number is small
+    assert count(client, "/cases/BIG-1/") <= 30
+
+
+def test_list_queries_do_not_grow_with_cases(seeded, reviewer, viewer):
+    client = signed_in(viewer)
+    client.get("/")
+    pages = [
+        "/cases/",
+        "/cases/?status=ready&a.setting=research_demonstration",
+        "/sources/",
+        "/rules/",
+        "/methods/",
+        "/?q=claim",
+    ]
+    few = {page: count(client, page) for page in pages}
+    for n in range(6):
+        make_case(reviewer, f"MANY-{n}", claims=5, links=3)
+    many = {page: count(client, page) for page in pages}
+    assert few == many
+    print(few)
+
+
+def test_public_record_page_queries_do_not_grow_with_claims_and_links(seeded, reviewer, client):
+    """Anonymous visitors read released snapshots: the same flat counts."""
+    make_case(reviewer, "SMALL-1", claims=2, links=1)
+    make_case(reviewer, "BIG-1", claims=40, links=3)
+    release_publish(user=reviewer, notes="For counting")
+    for page in ("/cases/{}/", "/cases/{}/history/", "/cases/{}/record.json"):
+        small = count(client, page.format("SMALL-1"))
+        big = count(client, page.format("BIG-1"))
+        assert small == big, (page, small, big)
+        print(f"anonymous {page.format('…')}: {small} queries for 2 claims, {big} for 40 × 3")
+    small = public.released_revision("case", "SMALL-1").number
+    big = public.released_revision("case", "BIG-1").number
+    assert count(client, f"/cases/SMALL-1/revisions/{small}/") == count(
+        client, f"/cases/BIG-1/revisions/{big}/"
+    )
+    assert count(client, "/cases/BIG-1/") <= 30
+
+
+def test_public_list_queries_do_not_grow_with_cases(seeded, reviewer, client):
+    release_publish(user=reviewer, notes="1")
+    pages = [
+        "/cases/",
+        "/cases/?tag=rdma&a.setting=research_demonstration",
+        "/sources/",
+        "/rules/",
+        "/methods/",
+        "/?q=claim",
+        "/",
+    ]
+    few = {page: count(client, page) for page in pages}
+    for n in range(6):
+        make_case(reviewer, f"MANY-{n}", claims=5, links=3)
+    release_publish(user=reviewer, notes="2")
+    many = {page: count(client, page) for page in pages}
+    assert few == many
+    assert "MANY-5" in client.get("/cases/").content.decode()
+    print(few)

@@ -1,0 +1,105 @@
+"""The record page reproduces the seed's page (shared/seed/CP22-003-record.txt), section by
+section and in the same order."""
+
+from __future__ import annotations
+
+from claimsdb.models import Revision
+
+from .test_web_support import signed_in, text_of
+
+SECTIONS = [
+    "Scope",
+    "Assessment profile",
+    "Basis and provenance",
+    "At a glance",
+    "Full account",
+    "Claims &amp; evidence",
+    "Controls and mitigations",
+    "Unknowns and contradictions",
+    "Sources and citation",
+    "Material revision history",
+]
+
+
+def test_sections_in_the_seed_order(seeded, viewer):
+    html = signed_in(viewer).get("/cases/CP22-003/").content.decode()
+    positions = [html.index(f">{title}</h2>") for title in SECTIONS]
+    assert positions == sorted(positions)
+    assert html.index("<h1") < positions[0]
+
+
+def test_record_page_states_what_the_seed_page_states(seeded, viewer):
+    html = signed_in(viewer).get("/cases/CP22-003/").content.decode()
+    text = text_of(html)
+    # title, lede, inspect the record
+    assert "SGLang asynchronous RDMA transfers could overwrite a newly assigned user cache" in text
+    assert "The SGLang team demonstrated a separate cache corruption race" in text
+    assert 'href="/cases/CP22-003/record.json">Inspect the record' in html
+    # scope: the note, the rule that bounds the case, the relation
+    assert "those response counts must not be assigned to the RDMA reproduction" in text
+    assert "Must not be attributed here: the 155 production responses of CP22-002" in text
+    assert "RULE-CP22-002-RESPONSES-NOT-CP22-003" in text
+    assert "did not produce them" in text
+    assert "Related but distinct: CP22-002" in text
+    # the assessment profile, with the method's labels
+    for label, value in [
+        ("Setting", "research demonstration"),
+        ("Exploitation", "demonstrated"),
+        ("Evidence", "Grade B"),
+        ("Remediation", "fixed reported"),
+        ("AI role", "against AI"),
+    ]:
+        assert f"<dt>{label}</dt><dd>{value}</dd>" in html
+    assert "Assessment method diggingbeagle.assessment/1" in text
+    # basis and provenance
+    assert "a production victim count is not supplied" in text
+    assert "Assessed Oct 28, 2026 using diggingbeagle.assessment/1." in text
+    assert (
+        "Evidence basis: CLM-CP22-003-A · CLM-CP22-003-B · CLM-ENRICH-20261028-014 · "
+        "SGLang disaggregated-prefill KV-cache transfer safety research"
+    ) in text
+    # at a glance
+    assert "Limits and uncertainty" in text
+    assert "Field prevalence and exact patched-version coverage" in text
+    # full account
+    assert "A prefill worker posts an asynchronous RDMA write" in text
+    # claims and evidence
+    for claim_id, locator in [
+        ("CLM-CP22-003-A", "Technical analysis; RDMA transfer cancellation and slot reuse"),
+        ("CLM-CP22-003-B", "Reproduction; Two-GPU experiment and transfer backends"),
+        ("CLM-ENRICH-20261028-014", "Related KV cache lifetime issues; Deferred Release"),
+    ]:
+        claim = text_of(html.split(f'id="{claim_id}"', 1)[1].split("</article>", 1)[0])
+        assert "supported" in claim
+        assert "Basis: reported finding" in claim
+        assert (
+            "supports SGLang disaggregated-prefill KV-cache transfer safety research "
+            "primary disclosure"
+        ) in claim
+        assert locator in claim
+    # controls, unknowns
+    assert "Drain or cancel posted writes before recycling cache slots" in text
+    assert "The SGLang team has not supplied evidence" in text
+    # sources and citation
+    sources = text_of(html.split('id="sources"', 1)[1].split("</section>", 1)[0])
+    assert "SGLang team. SGLang disaggregated-prefill KV-cache transfer safety research" in sources
+    assert "Cite this record" in sources
+    # material revision history
+    number = Revision.objects.get(record_kind="case", record_key="CP22-003").number
+    assert f"· Canonical change recorded (create) · not yet released · revision {number}" in text
+
+
+def test_markdown_fields_are_rendered(seeded, reviewer):
+    from claimsdb.records import record_document
+    from claimsdb.services import record_update
+
+    document = record_document("case", "CP22-003")
+    document["account"] = (
+        "First paragraph with *emphasis*.\n\n- one\n- two\n\n[PR](https://example.org/pr)"
+    )
+    record_update(kind="case", key="CP22-003", document=document, user=reviewer, summary="md")
+    html = signed_in(reviewer).get("/cases/CP22-003/").content.decode()
+    account = html.split('id="account"', 1)[1].split("</section>", 1)[0]
+    assert "<em>emphasis</em>" in account
+    assert "<li>one</li>" in account
+    assert '<a href="https://example.org/pr" rel="noopener noreferrer nofollow">PR</a>' in account
