@@ -37,6 +37,8 @@ class ReproductionScenario(models.Model):
     checksum_mismatches = models.PositiveBigIntegerField()
     wrong_outputs = models.PositiveBigIntegerField()
     outcome = models.CharField(max_length=16)
+    # How many trial rows are stored for it: 0 (a file without rows) or exactly ``trials``.
+    stored_rows = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["run", "position"]
@@ -46,10 +48,18 @@ class ReproductionScenario(models.Model):
                 condition=models.Q(checksum_mismatches__lte=models.F("trials")),
                 name="scenario_mismatches_le_trials",
             ),
+            models.CheckConstraint(
+                condition=models.Q(wrong_outputs__lte=models.F("trials")),
+                name="scenario_wrong_outputs_le_trials",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(stored_rows=0) | models.Q(stored_rows=models.F("trials")),
+                name="scenario_stored_rows_all_or_none",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.run_id}/{self.scenario_id}"
+        return f"{self.run.run_id}/{self.scenario_id}"
 
 
 class TrialRow(models.Model):

@@ -1,3 +1,10 @@
-"""Upload page for reproduction results."""
+"""Upload page for reproduction results, and the reports of past imports."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from . import imports
+
+urlpatterns = [
+    path("imports/", imports.import_list, name="import-list"),
+    path("imports/<int:pk>/", imports.import_detail, name="import-detail"),
+]

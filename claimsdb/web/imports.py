@@ -1,0 +1,89 @@
+"""The upload page for reproduction results (DESIGN.md §7 ``/imports/``).
+
+``/imports/`` lists past imports (viewers and up) and, for analysts, takes a results file;
+the upload is one ``ResultsImporter`` call, after which the browser is sent to the import's
+report (``/imports/<id>/``): every attempt, dry runs and refusals included, has one.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from claimsdb.importers.repro_results import Report, ResultsImporter
+from claimsdb.importers.runs import import_reports
+from claimsdb.models import ImportReport
+
+from .access import reader_page, request_has_role, require_working_state
+
+PAGE_SIZE = 50
+
+
+class UploadForm(forms.Form):
+    file = forms.FileField(
+        label="Results file", help_text="One repro-results/1 JSON file from the GPU harness."
+    )
+    summary = forms.CharField(
+        required=False,
+        max_length=500,
+        label="Revision summary",
+        help_text="Optional; by default “Imported <run_id>”.",
+    )
+    dry_run = forms.BooleanField(
+        required=False, label="Dry run: check the file and show what would happen, write nothing"
+    )
+    replace = forms.BooleanField(
+        required=False,
+        label="Replace the run if it was imported before from a different file",
+    )
+
+
+@reader_page
+def import_list(request: HttpRequest) -> HttpResponse:
+    require_working_state(request)
+    can_import = request_has_role(request, "analyst")
+    if request.method == "POST":
+        if not can_import:
+            raise PermissionDenied("importing results needs the analyst role")
+        form = UploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            importer = ResultsImporter(
+                user=request.user,
+                dry_run=form.cleaned_data["dry_run"],
+                replace=form.cleaned_data["replace"],
+                summary=form.cleaned_data["summary"],
+            )
+            try:
+                report = importer.import_file(upload, filename=upload.name or "upload")
+            finally:
+                upload.close()
+            return redirect("import-detail", report.id)
+    else:
+        form = UploadForm()
+    page = Paginator(import_reports(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "imports/index.html",
+        {
+            "form": form if can_import else None,
+            "page_obj": page,
+            "reports": [Report.from_row(row) for row in page.object_list],
+        },
+    )
+
+
+@reader_page
+def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    require_working_state(request)
+    row = ImportReport.objects.filter(pk=pk).first()
+    if row is None:
+        raise Http404(f"no import {pk}")
+    return render(
+        request,
+        "imports/detail.html",
+        {"report": Report.from_row(row), "can_import": request_has_role(request, "analyst")},
+    )
