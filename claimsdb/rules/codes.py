@@ -66,4 +66,50 @@ CODES: dict[str, str] = {
     "rule.case_unknown": "a scope rule names a case that does not exist",
     "method.invalid": "a method's dimensions, values or impact scale are malformed",
     "method.in_use": "a method used by assessments is immutable: publish a new version",
+    # reproduction-results files (repro-results/1), reported by the importer with the JSON
+    # path into the file (`scenarios[2].late_writes_landed`)
+    "repro.malformed": "the file is empty, truncated, not JSON, not one JSON object, nested too "
+    "deeply, or repeats a key",
+    "repro.format_unsupported": "`format` is not a format this importer reads (it reads "
+    "repro-results/1)",
+    "repro.missing": "a required field is missing",
+    "repro.unknown_key": "a key the format does not define (only keys beginning with `x-` may "
+    "be added)",
+    "repro.type": "a value has the wrong JSON type",
+    "repro.invalid": "a value outside its field's vocabulary, pattern or range",
+    "repro.time_order": "finished_at is before started_at",
+    "repro.setting_not_lab": "`setting` is not `lab`: imported results are lab observations and "
+    "never production figures",
+    "repro.duplicate_scenario": "two scenarios share an id",
+    "repro.counter_inconsistent": "a scenario counter exceeds the one that bounds it (e.g. "
+    "late_writes_landed > aborts_mid_transfer)",
+    "repro.outcome_inconsistent": "`outcome` disagrees with checksum_mismatches + wrong_outputs",
+    "repro.trial_unknown_scenario": "a trial row names a scenario the file does not have",
+    "repro.trial_repeated": "a scenario's trial number n appears twice",
+    "repro.trial_count": "a scenario's number of trial rows differs from its `trials`",
+    "repro.trial_counter_mismatch": "a scenario counter differs from the number of its trial "
+    "rows with the matching flag true",
+    "repro.too_many_problems": "more problems than are listed; fix the listed ones first",
+    # importing a results file
+    "import.case_unknown": "the file's `case` names no existing case",
+    "import.claim_unknown": "a claim of `claims` does not exist (or was removed)",
+    "import.claim_foreign": "a claim of `claims` belongs to another case than the file's "
+    "`case` (the message names it)",
+    "import.run_conflict": "the run_id was imported before from a different file; replacing it "
+    "must be asked for explicitly (HTTP 409)",
+    "import.file_changed": "the file changed between the importer's check and its storage "
+    "pass; nothing was written",
+    "import.no_file": "an import request without a results file",
+    # the API (HTTP status in brackets)
+    "record.not_found": "no record (case, source, rule, method, claim, revision) by that key "
+    "(HTTP 404)",
+    "revision.precondition_required": "a whole-record PUT without If-Match (HTTP 428)",
+    "revision.precondition_invalid": "an If-Match header that is not * or quoted revisions",
+    "revision.material_invalid": "?material= is neither true nor false",
+    "revision.not_of_record": "a diff or revert names a revision of another record",
+    "server.error": "an unexpected error, logged on the server (HTTP 500)",
+    # releases
+    "release.notes_required": "publishing a release needs notes",
+    "release.nothing_changed": "nothing changed since the previous release: no release is made",
+    "release.not_found": "there is no release with that number (HTTP 404)",
 }
