@@ -60,5 +60,32 @@ def seeded(db, reviewer, seed_bundle):
     return seed_bundle
 
 
+def new_case(key: str = "CP99-001", **fields) -> dict:
+    """A minimal draft case document, every field present; ``fields`` override."""
+    document = {
+        "format": "claimsdb.case/1",
+        "key": key,
+        "title": f"Case {key}",
+        "status": "draft",
+        **{name: "" for name in ("summary", "scope_note", "account", "basis", "limits")},
+        **{
+            name: []
+            for name in (
+                "tags",
+                "claims",
+                "assessments",
+                "controls",
+                "unknowns",
+                "figures",
+                "attributions",
+                "relations",
+                "reproduction_runs",
+            )
+        },
+    }
+    document.update(fields)
+    return document
+
+
 def case_doc(bundle: dict, key: str) -> dict:
     return copy.deepcopy(next(c for c in bundle["cases"] if c["key"] == key))

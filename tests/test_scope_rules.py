@@ -25,7 +25,7 @@ from claimsdb.services import (
     rule_withdraw,
 )
 
-from .conftest import case_doc
+from .conftest import case_doc, new_case
 
 pytestmark = pytest.mark.django_db
 
@@ -93,30 +93,6 @@ def relate(document, other, kind):
     document["relations"].append({"case": other, "kind": kind, "note": ""})
     return document
 
-
-def new_case(key, **fields):
-    document = {
-        "format": "claimsdb.case/1",
-        "key": key,
-        "title": key,
-        "status": "draft",
-        "summary": "",
-        "scope_note": "",
-        "account": "",
-        "basis": "",
-        "limits": "",
-        "tags": [],
-        "claims": [],
-        "assessments": [],
-        "controls": [],
-        "unknowns": [],
-        "figures": [],
-        "attributions": [],
-        "relations": [],
-        "reproduction_runs": [],
-    }
-    document.update(fields)
-    return document
 
 
 def production_case(key="CP22-004", same_event_with=None):

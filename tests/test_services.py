@@ -25,7 +25,7 @@ from claimsdb.services import (
     source_update,
 )
 
-from .conftest import case_doc
+from .conftest import case_doc, new_case
 
 pytestmark = pytest.mark.django_db
 
@@ -44,30 +44,6 @@ def assert_refused(callable_, expected: set[tuple[str, str]]):
     assert bundle_document() == before
     return refused.value
 
-
-def new_case(key="CP99-001", **overrides):
-    document = {
-        "format": "claimsdb.case/1",
-        "key": key,
-        "title": "A test case",
-        "status": "draft",
-        "summary": "",
-        "scope_note": "",
-        "account": "",
-        "basis": "",
-        "limits": "",
-        "tags": [],
-        "claims": [],
-        "assessments": [],
-        "controls": [],
-        "unknowns": [],
-        "figures": [],
-        "attributions": [],
-        "relations": [],
-        "reproduction_runs": [],
-    }
-    document.update(overrides)
-    return document
 
 
 def claim(claim_id, status="unverified", evidence=()):
