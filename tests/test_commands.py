@@ -207,6 +207,9 @@ def test_setup_demo_is_idempotent(settings, db, tmp_path, capsys, monkeypatch):
     assert count == 14
     call_command("setup_demo")
     assert Revision.objects.count() == count
+    from claimsdb.models import Release
+
+    assert Release.objects.count() == 1
     password = (tmp_path / "demo-password").read_text().strip()
     assert password in capsys.readouterr().out
     settings.DEBUG = False

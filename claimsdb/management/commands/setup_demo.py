@@ -9,7 +9,9 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from claimsdb.models import Release
 from claimsdb.services.permissions import ROLES
+from claimsdb.services.releases import release_publish
 
 PASSWORD_FILE = Path(settings.BASE_DIR) / "var" / "demo-password"
 
@@ -17,8 +19,8 @@ PASSWORD_FILE = Path(settings.BASE_DIR) / "var" / "demo-password"
 class Command(BaseCommand):
     help = (
         "Development only: create the demo users viewer, analyst and reviewer (one password, "
-        "generated once and kept in var/demo-password) and load every fixtures/*.json. "
-        "Running it again changes nothing."
+        "generated once and kept in var/demo-password), load every fixtures/*.json and, if "
+        "there is no release yet, publish the first. Running it again changes nothing."
     )
 
     def handle(self, *args, **options):
@@ -46,6 +48,12 @@ class Command(BaseCommand):
                 stdout=self.stdout,
                 stderr=self.stderr,
             )
+        if fixtures and not Release.objects.exists():
+            # so that visitors who are not signed in see the seed too
+            release = release_publish(
+                user=User.objects.get(username="reviewer"), notes="The seed records"
+            )
+            self.stdout.write(f"Published release {release.number} of the seed records")
         self.stdout.write(
             f"Demo users: viewer, analyst, reviewer — password {password} (kept in {PASSWORD_FILE})"
         )
