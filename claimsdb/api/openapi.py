@@ -107,16 +107,6 @@ def patch_schema(document: dict[str, Any], description: str) -> dict[str, Any]:
     }
 
 
-# Codes the API itself reports, besides those of the knowledge base (claimsdb.rules.codes).
-API_CODES: dict[str, str] = {
-    "record.not_found": "no record (case, source, rule, method, claim, revision) by that key "
-    "(HTTP 404)",
-    "revision.precondition_required": "a whole-record PUT without If-Match (HTTP 428)",
-    "revision.precondition_invalid": "an If-Match header that is not * or quoted revisions",
-    "revision.material_invalid": "?material= is neither true nor false",
-    "revision.not_of_record": "a diff or revert names a revision of another record",
-    "server.error": "an unexpected error, logged on the server (HTTP 500)",
-}
 DRF_CODES = (
     "not_authenticated",
     "authentication_failed",
@@ -135,7 +125,7 @@ DRF_CODES = (
 
 def error_components() -> dict[str, Any]:
     codes = "\n".join(
-        f"- `{code}`: {meaning}" for code, meaning in sorted({**CODES, **API_CODES}.items())
+        f"- `{code}`: {meaning}" for code, meaning in sorted(CODES.items())
     )
     drf = ", ".join(f"`{code}`" for code in DRF_CODES)
     return {

@@ -18,19 +18,10 @@ from django.db.models import Count, QuerySet, Sum
 from claimsdb.models import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
 
 from .stats import Rate
+from .storage import ROW_COLUMNS
 
-CSV_COLUMNS = (
-    "scenario",
-    "n",
-    "aborted",
-    "mid_transfer",
-    "reused_in_flight",
-    "late_write",
-    "checksum_mismatch",
-    "wrong_output",
-    "latency_us",
-    "extra",
-)
+# the CSV has the stored columns, in the order the stores write them
+CSV_COLUMNS = ROW_COLUMNS
 CSV_CHUNK = 5_000
 
 
