@@ -120,12 +120,12 @@ def write_records(
         if before_apply is not None:
             before_apply()
         _check_scope(writes, before)
-        _check_round_trip(writes)
+        live = _check_round_trip(writes)
         partners = (partners_before | _partners(writes)) - {
             w.key for w in writes if w.kind == "case"
         }
         return _append_revisions(
-            head, user, writes, previous, partners, summary=summary, material=material
+            head, user, writes, previous, live, partners, summary=summary, material=material
         )
 
 
@@ -343,11 +343,15 @@ def _unique(problems: list[RuleViolation]) -> list[RuleViolation]:
     return list(dict.fromkeys(problems))
 
 
-def _check_round_trip(writes: list[RecordWrite]) -> None:
-    """What was written reads back as the document sent (e.g. both sides of a relation agree)."""
+def _check_round_trip(writes: list[RecordWrite]) -> dict[tuple[str, str], dict[str, Any]]:
+    """What was written reads back as the document sent (e.g. both sides of a relation agree).
+
+    Returns the documents read back, which the revisions then snapshot.
+    """
     problems = []
+    documents = {}
     for write in writes:
-        live = record_document(write.kind, write.key)
+        live = documents[(write.kind, write.key)] = record_document(write.kind, write.key)
         if live == write.document:
             continue
         for change in diff(write.document, live):
@@ -364,6 +368,7 @@ def _check_round_trip(writes: list[RecordWrite]) -> None:
             )
     if problems:
         raise RuleViolations(problems)
+    return documents
 
 
 def _partners(writes: list[RecordWrite]) -> set[str]:
@@ -375,12 +380,12 @@ def _partners(writes: list[RecordWrite]) -> set[str]:
 
 
 def _append_revisions(
-    head, user, writes, previous, partners, *, summary: str, material: bool
+    head, user, writes, previous, live, partners, *, summary: str, material: bool
 ) -> list[WriteOutcome]:
     outcomes = []
     for write in writes:
-        current, latest = previous[(write.kind, write.key)]
-        document = record_document(write.kind, write.key)
+        _, latest = previous[(write.kind, write.key)]
+        document = live[(write.kind, write.key)]
         if latest is not None and latest.snapshot == dumps_compact(document):
             outcomes.append(WriteOutcome(write.kind, write.key, "unchanged", None, document))
             continue
