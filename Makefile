@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: install run test test-sqlite test-postgres lint bench bench-import clean
+.PHONY: install run serve test test-sqlite test-postgres lint bench bench-import clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,20 @@ run: install
 	DEBUG=1 $(BIN)/python manage.py setup_demo
 	@echo "claimsdb: http://127.0.0.1:$(PORT)/"
 	DEBUG=1 $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+
+# The production server: gunicorn with DEBUG off, on PostgreSQL (docs/operations.md).
+# Settings come from the environment; these defaults suit one machine. SECRET_KEY, if not
+# set, is made once and kept in var/secret_key. Behind a TLS proxy; to try it over plain
+# HTTP on your own machine: SECURE_SSL_REDIRECT=0 SECURE_COOKIES=0 make serve
+serve: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/claimsdb
+serve: export ALLOWED_HOSTS ?= 127.0.0.1,localhost
+serve: install
+	@mkdir -p var && test -s var/secret_key || \
+	  (umask 077 && $(BIN)/python -c "import secrets; print(secrets.token_urlsafe(50))" > var/secret_key)
+	SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" $(BIN)/python manage.py create_database
+	SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" $(BIN)/python manage.py migrate --noinput
+	SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" $(BIN)/python manage.py collectstatic --noinput -v 0
+	SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" exec $(BIN)/gunicorn -c gunicorn.conf.py
 
 # The whole suite: SQLite by default, PostgreSQL when DATABASE_URL points at one.
 test: install

@@ -5,6 +5,12 @@ DATABASE_URL  sqlite:///path/to/db.sqlite3 or postgres://user:pass@host:port/nam
 SECRET_KEY    required when DEBUG is off
 DEBUG         "1"/"true" to turn on development mode (default off)
 ALLOWED_HOSTS comma-separated host names
+SECURE_SSL_REDIRECT, SECURE_COOKIES, SECURE_HSTS_SECONDS
+              with DEBUG off: redirect to HTTPS and mark cookies secure (default on)
+LOG_LEVEL, REQUEST_LOG_LEVEL
+              root log level (WARNING) and the per-request access line's (INFO)
+
+docs/operations.md describes running claimsdb as a service.
 """
 
 from __future__ import annotations
@@ -86,6 +92,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # probes first: no login, no HTTPS redirect, no host check (docs/operations.md)
+    "claimsdb.web.health.HealthCheckMiddleware",
+    "claimsdb.web.requestlog.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "claimsdb.web.middleware.ContentSecurityPolicyMiddleware",
@@ -168,8 +177,8 @@ CSRF_COOKIE_HTTPONLY = False
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_flag("SECURE_SSL_REDIRECT", default=True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+    # Off only to try the production server over plain HTTP on one's own machine.
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_flag("SECURE_COOKIES", default=True)
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
@@ -226,9 +235,32 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
+# Logs go to stdout (the process manager or container runtime collects them): one line
+# per request from claimsdb.request, errors with their traceback from django.request, each
+# stamped with the request id.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "claimsdb.web.requestlog.RequestIdFilter"}},
+    "formatters": {
+        "line": {
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+        }
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.stdout",
+            "filters": ["request_id"],
+            "formatter": "line",
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "loggers": {
+        "claimsdb.request": {
+            "handlers": ["console"],
+            "level": os.environ.get("REQUEST_LOG_LEVEL", "INFO"),
+            "propagate": False,
+        },
+    },
 }
