@@ -1,0 +1,362 @@
+"""Backup and restore of a whole knowledge base (docs/operations.md).
+
+A backup is a directory:
+
+``bundle.json``
+    the export of the working state (``export_records``), for people and tools;
+``tables/<app>.<model>.jsonl``
+    every row of every claimsdb table — the ledger (each revision with its snapshot and
+    hashes), the live records, claim-ID reservations, imported runs with their trial rows,
+    import reports, releases — plus the user accounts that authored revisions (password
+    hashes included; API tokens and sessions are not backed up: they are re-issued);
+``manifest.json``
+    the format, when and from which schema (applied migrations) it was taken, the ledger
+    head, and for each file its SHA-256, size and row count.
+
+Everything is read in one transaction (a repeatable-read snapshot on PostgreSQL), so the
+files agree with one another while writers carry on; rows are streamed in primary-key
+order, so memory does not grow with the knowledge base.
+
+``backup_restore`` loads a backup into an empty, migrated database of the same schema, in
+one transaction: it checks every SHA-256 first, inserts the rows as they were (same
+primary keys, same revision numbers and hashes), then proves the result before
+committing — ``verify_history`` must pass with the manifest's chain head, and the export
+must be byte-identical to the backup's ``bundle.json``. Anything else rolls back.
+Restoring is the one write that appends no revision: it puts back the ledger itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from django.apps import apps
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.core.management.color import no_style
+from django.db import connection, models, transaction
+from django.db.migrations.recorder import MigrationRecorder
+from django.utils import timezone
+
+from claimsdb.models import LedgerHead, Revision
+
+FORMAT = "claimsdb.backup/1"
+BATCH = 2000
+USER_GROUPS = "auth.user_groups"  # memberships, by group name (group ids differ per database)
+
+
+class BackupError(Exception):
+    """A backup that cannot be restored here, with the reason."""
+
+
+# --- what is backed up ------------------------------------------------------------------
+
+
+def _backed_up_models() -> list[type[models.Model]]:
+    """The user model and every claimsdb model, each after the models it refers to."""
+    user_model = apps.get_model("auth", "User")
+    wanted = [user_model, *apps.get_app_config("claimsdb").get_models()]
+    ordered: list[type[models.Model]] = []
+
+    def visit(model, trail=()):
+        if model in ordered or model not in wanted or model in trail:
+            return
+        for field in model._meta.concrete_fields:
+            if field.is_relation and field.related_model is not model:
+                visit(field.related_model, (*trail, model))
+        ordered.append(model)
+
+    for model in wanted:
+        visit(model)
+    return ordered
+
+
+def _label(model: type[models.Model]) -> str:
+    return f"{model._meta.app_label}.{model._meta.model_name}"
+
+
+def _columns(model: type[models.Model]) -> list[models.Field]:
+    """The stored columns a row is rebuilt from (database-generated ones are left out)."""
+    return [f for f in model._meta.concrete_fields if not getattr(f, "generated", False)]
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return value
+
+
+def _rows(model: type[models.Model]) -> Iterator[list[Any]]:
+    """Every row of ``model`` as a list of column values, in primary-key order, streamed."""
+    names = [f.attname for f in _columns(model)]
+    last = None
+    while True:
+        batch = model._base_manager.order_by("pk")
+        if last is not None:
+            batch = batch.filter(pk__gt=last)
+        rows = list(batch.values_list(*names)[:BATCH])
+        if not rows:
+            return
+        for row in rows:
+            yield [_encode(v) for v in row]
+        last = rows[-1][names.index(model._meta.pk.attname)]
+
+
+def _memberships() -> Iterator[list[Any]]:
+    through = apps.get_model("auth", "User").groups.through
+    for user_id, name in (
+        through.objects.order_by("pk").values_list("user_id", "group__name").iterator(BATCH)
+    ):
+        yield [user_id, name]
+
+
+# --- writing ----------------------------------------------------------------------------
+
+
+class _HashingWriter(io.RawIOBase):
+    """A binary file that counts and hashes what passes through it."""
+
+    def __init__(self, path: Path):
+        self.file = path.open("wb")
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.sha256.update(data)
+        self.size += len(data)
+        return self.file.write(data)
+
+    def close(self) -> None:
+        self.file.close()
+        super().close()
+
+
+def _write_jsonl(path: Path, header: list[str], rows: Iterator[list[Any]]) -> dict[str, Any]:
+    out = _HashingWriter(path)
+    count = 0
+    with io.BufferedWriter(out, 1 << 16) as buffered:
+        buffered.write((json.dumps(header) + "\n").encode())
+        for row in rows:
+            buffered.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+            count += 1
+        buffered.flush()
+        entry = {"sha256": out.sha256.hexdigest(), "bytes": out.size, "rows": count}
+    return entry
+
+
+def _file_entry(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return {"sha256": digest.hexdigest(), "bytes": size}
+
+
+def _applied_migrations() -> list[str]:
+    return sorted(
+        f"{app}.{name}"
+        for app, name in MigrationRecorder.Migration.objects.values_list("app", "name")
+    )
+
+
+def backup_write(*, out: Path) -> dict[str, Any]:
+    """Write a backup of the whole knowledge base into the directory ``out`` (which must
+    not exist or be empty); returns the manifest."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise BackupError(f"{out} is not empty: a backup goes into a new directory")
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # one consistent snapshot for every file, without blocking writers
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        head = LedgerHead.objects.filter(pk=1).values("number", "chain_hash").first() or {
+            "number": 0,
+            "chain_hash": "0" * 64,
+        }
+        files: dict[str, Any] = {}
+        for model in _backed_up_models():
+            name = f"tables/{_label(model)}.jsonl"
+            header = [f.attname for f in _columns(model)]
+            files[name] = _write_jsonl(out / name, header, _rows(model))
+        name = f"tables/{USER_GROUPS}.jsonl"
+        files[name] = _write_jsonl(out / name, ["user_id", "group"], _memberships())
+        call_command("export_records", out=str(out / "bundle.json"), stderr=io.StringIO())
+        files["bundle.json"] = _file_entry(out / "bundle.json")
+        manifest = {
+            "format": FORMAT,
+            "created_at": timezone.now().astimezone(dt.UTC).isoformat(),
+            "database": connection.vendor,
+            "migrations": _applied_migrations(),
+            "head": {"number": head["number"], "chain_hash": head["chain_hash"]},
+            "files": files,
+        }
+    (out / "manifest.json").write_text(
+        json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    return manifest
+
+
+# --- restoring --------------------------------------------------------------------------
+
+
+def _read_manifest(source: Path) -> dict[str, Any]:
+    path = source / "manifest.json"
+    if not path.is_file():
+        raise BackupError(f"{source} has no manifest.json: not a claimsdb backup")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BackupError(f"{path} is not readable JSON: {exc}") from exc
+    if manifest.get("format") != FORMAT:
+        raise BackupError(f"{path}: format {manifest.get('format')!r}, expected {FORMAT}")
+    return manifest
+
+
+def _check_files(source: Path, manifest: dict[str, Any]) -> None:
+    problems = []
+    for name, expected in sorted(manifest["files"].items()):
+        path = source / name
+        if not path.is_file():
+            problems.append(f"{name}: missing")
+            continue
+        found = _file_entry(path)
+        if found["sha256"] != expected["sha256"] or found["bytes"] != expected["bytes"]:
+            problems.append(f"{name}: SHA-256 or size differs from the manifest (damaged?)")
+    if problems:
+        raise BackupError("the backup does not match its manifest: " + "; ".join(problems))
+
+
+def _check_target(manifest: dict[str, Any]) -> None:
+    missing = sorted(set(manifest["migrations"]) - set(_applied_migrations()))
+    extra = sorted(
+        m
+        for m in set(_applied_migrations()) - set(manifest["migrations"])
+        if m.startswith("claimsdb.")
+    )
+    if missing or extra:
+        raise BackupError(
+            "the database's schema differs from the backup's: restore with the claimsdb "
+            "version that took the backup, then upgrade "
+            f"(missing here: {missing or 'none'}; not in the backup: {extra or 'none'})"
+        )
+    user_model = apps.get_model("auth", "User")
+    if Revision.objects.exists() or user_model.objects.exists():
+        raise BackupError(
+            "the database is not empty (it has revisions or users): restore into a new, "
+            "migrated database"
+        )
+
+
+def _read_jsonl(path: Path) -> tuple[list[str], Iterator[list[Any]]]:
+    handle = path.open("r", encoding="utf-8")
+    header = json.loads(handle.readline())
+
+    def rows():
+        with handle:
+            for line in handle:
+                yield json.loads(line)
+
+    return header, rows()
+
+
+def _restore_model(model: type[models.Model], path: Path) -> None:
+    header, rows = _read_jsonl(path)
+    fields = {f.attname: f for f in _columns(model)}
+    unknown = [name for name in header if name not in fields]
+    if unknown:
+        raise BackupError(f"{path.name}: columns {unknown} are not in {_label(model)}")
+    if model is LedgerHead:
+        for row in rows:
+            values = {name: fields[name].to_python(v) for name, v in zip(header, row, strict=True)}
+            LedgerHead.objects.update_or_create(pk=values.pop("id"), defaults=values)
+        return
+    columns = [fields[name] for name in header]
+    batch: list[models.Model] = []
+    for row in rows:
+        values = {name: fields[name].to_python(v) for name, v in zip(header, row, strict=True)}
+        batch.append(model(**values))
+        if len(batch) >= BATCH:
+            _insert_as_stored(model, columns, batch)
+            batch = []
+    _insert_as_stored(model, columns, batch)
+
+
+def _insert_as_stored(model: type[models.Model], columns: list[models.Field], rows: list) -> None:
+    """Insert rows exactly as given: a raw insert skips ``pre_save``, so ``auto_now_add``
+    times (claim-ID reservations, import reports) keep their recorded values, as loading a
+    fixture does."""
+    size = max(1, connection.ops.bulk_batch_size(columns, rows) if rows else 1)
+    for start in range(0, len(rows), size):
+        model._base_manager._insert(rows[start : start + size], fields=columns, raw=True)
+
+
+def _restore_memberships(path: Path) -> None:
+    through = apps.get_model("auth", "User").groups.through
+    _header, rows = _read_jsonl(path)
+    groups: dict[str, int] = {}
+    batch = []
+    for user_id, name in rows:
+        if name not in groups:
+            groups[name] = Group.objects.get_or_create(name=name)[0].pk
+        batch.append(through(user_id=user_id, group_id=groups[name]))
+        if len(batch) >= BATCH:
+            through.objects.bulk_create(batch)
+            batch = []
+    through.objects.bulk_create(batch)
+
+
+def _export_digest() -> str:
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "bundle.json"
+        call_command("export_records", out=str(path), stderr=io.StringIO())
+        return _file_entry(path)["sha256"]
+
+
+def backup_restore(*, source: Path) -> dict[str, Any]:
+    """Restore the backup in ``source`` into this (empty, migrated) database; returns the
+    manifest. Raises ``BackupError`` — and writes nothing — if anything does not hold."""
+    from claimsdb.integrity import verify_history
+
+    source = Path(source)
+    manifest = _read_manifest(source)
+    _check_files(source, manifest)
+    with transaction.atomic():
+        _check_target(manifest)
+        restored = []
+        for model in _backed_up_models():
+            name = f"tables/{_label(model)}.jsonl"
+            if name not in manifest["files"]:
+                raise BackupError(f"the backup has no {name}")
+            _restore_model(model, source / name)
+            restored.append(model)
+        _restore_memberships(source / f"tables/{USER_GROUPS}.jsonl")
+        with connection.cursor() as cursor:
+            for statement in connection.ops.sequence_reset_sql(no_style(), restored):
+                cursor.execute(statement)
+        problems = verify_history()
+        if problems:
+            raise BackupError(
+                "the restored ledger does not verify: " + "; ".join(map(str, problems[:10]))
+            )
+        head = LedgerHead.objects.get(pk=1)
+        if (head.number, head.chain_hash) != (
+            manifest["head"]["number"],
+            manifest["head"]["chain_hash"],
+        ):
+            raise BackupError("the restored chain head differs from the manifest's")
+        if _export_digest() != manifest["files"]["bundle.json"]["sha256"]:
+            raise BackupError("the restored knowledge base does not export as the backup did")
+    return manifest
