@@ -7,6 +7,9 @@ DEBUG         "1"/"true" to turn on development mode (default off)
 ALLOWED_HOSTS comma-separated host names
 SECURE_SSL_REDIRECT, SECURE_COOKIES, SECURE_HSTS_SECONDS
               with DEBUG off: redirect to HTTPS and mark cookies secure (default on)
+DATABASE_REPLICA_URLS
+              comma-separated PostgreSQL streaming replicas for reads that may be a
+              moment old (REPLICA_MAX_LAG_SECONDS, REPLICA_STICKY_SECONDS)
 LOG_LEVEL, REQUEST_LOG_LEVEL
               root log level (WARNING) and the per-request access line's (INFO)
 
@@ -102,6 +105,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "claimsdb.replicas.ReplicaReadMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -134,6 +138,25 @@ if (
     and DATABASES["default"]["NAME"] != ":memory:"
 ):
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+
+# Read replicas (claimsdb/replicas.py decides which reads may use them).
+DATABASE_REPLICAS = []
+for _number, _url in enumerate(
+    [u.strip() for u in os.environ.get("DATABASE_REPLICA_URLS", "").split(",") if u.strip()],
+    start=1,
+):
+    _replica = database_from_url(_url)
+    if not (
+        _replica["ENGINE"].endswith("postgresql")
+        and DATABASES["default"]["ENGINE"].endswith("postgresql")
+    ):
+        raise ImproperlyConfigured("DATABASE_REPLICA_URLS: replicas need PostgreSQL throughout")
+    DATABASES[f"replica{_number}"] = _replica
+    DATABASE_REPLICAS.append(f"replica{_number}")
+DATABASE_ROUTERS = ["claimsdb.replicas.ReplicaRouter"] if DATABASE_REPLICAS else []
+REPLICA_MAX_LAG_SECONDS = float(os.environ.get("REPLICA_MAX_LAG_SECONDS", "5"))
+REPLICA_STICKY_SECONDS = int(os.environ.get("REPLICA_STICKY_SECONDS", "10"))
+REPLICA_CHECK_SECONDS = float(os.environ.get("REPLICA_CHECK_SECONDS", "1"))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

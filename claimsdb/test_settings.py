@@ -17,3 +17,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 _db = DATABASES["default"]
 if _db["ENGINE"].endswith("postgresql") and not _db["TEST"].get("NAME"):
     _db["TEST"]["NAME"] = f"test_{_db['NAME']}_{os.getpid()}"
+
+# Replicas named in the environment are mirrors in tests (Django creates no database for
+# them); tests/test_replicas.py attaches a real streaming replica itself.
+for _alias in DATABASE_REPLICAS:  # noqa: F405
+    DATABASES[_alias]["TEST"] = {"MIRROR": "default"}

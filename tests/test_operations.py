@@ -203,3 +203,31 @@ def test_make_serve_runs_gunicorn_with_production_settings(tmp_path: Path):
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
         return None
+
+
+@pytest.mark.django_db(transaction=True)  # no test transaction around it
+def test_the_router_keeps_writes_accounts_and_transactions_on_the_primary(settings):
+    from django.contrib.auth.models import User
+    from django.db import transaction
+
+    from claimsdb import replicas
+    from claimsdb.models import Case
+
+    settings.DATABASE_REPLICAS = ["replica1"]
+    router = replicas.ReplicaRouter()
+    token = replicas._replica_allowed.set(True)
+    try:
+        replicas._health["replica1"] = replicas._Health(True, time.monotonic() + 3600)
+        assert router.db_for_read(Case) == "replica1"
+        assert router.db_for_read(User) == "default"  # who the user is: always the primary
+        with transaction.atomic():
+            assert router.db_for_read(Case) == "default"  # a read inside a write
+        assert router.db_for_write(Case) == "default"
+        replicas._health["replica1"] = replicas._Health(False, time.monotonic() + 3600)
+        assert router.db_for_read(Case) == "default"  # an unusable replica is skipped
+    finally:
+        replicas._replica_allowed.reset(token)
+        replicas.forget_replica_health()
+    assert router.db_for_read(Case) == "default"  # outside a request that allows it
+    assert router.allow_migrate("default", "claimsdb") is True
+    assert router.allow_migrate("replica1", "claimsdb") is False
