@@ -91,8 +91,16 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_tasks",
+    "django_tasks_db",
     "claimsdb",
 ]
+
+# Background jobs (large imports) on a queue kept in the database itself: run the worker
+# with `manage.py db_worker` (docs/operations.md).
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+IMPORT_SPOOL_DIR = os.environ.get("IMPORT_SPOOL_DIR", str(BASE_DIR / "var" / "imports"))
+IMPORT_BACKGROUND_BYTES = int(os.environ.get("IMPORT_BACKGROUND_BYTES", str(8 * 1024 * 1024)))
 
 MIDDLEWARE = [
     # probes first: no login, no HTTPS redirect, no host check (docs/operations.md)

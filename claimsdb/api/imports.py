@@ -43,7 +43,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claimsdb.importers import repro_results
+from claimsdb.importers import jobs, repro_results
 from claimsdb.importers.repro_results import Report, ResultsImporter
 from claimsdb.importers.runs import (
     import_reports,
@@ -172,6 +172,11 @@ class ImportReportSerializer(serializers.Serializer):
     replaced_sha256 = serializers.CharField(help_text="the replaced file's SHA-256, if any")
     message = serializers.CharField()
     run_url = serializers.CharField(allow_null=True)
+    progress = serializers.DictField(
+        required=False,
+        help_text="a background import while `queued`/`running`: `phase` (`checking`, "
+        "`storing`), `bytes_done` and `bytes_total` of the checking pass",
+    )
 
 
 class ImportRefusalSerializer(serializers.Serializer):
@@ -270,6 +275,13 @@ IMPORT_PARAMETERS = [
         OpenApiTypes.STR,
         OpenApiParameter.QUERY,
         description="the name the report gives a raw-body upload (default `request body`)",
+    ),
+    OpenApiParameter(
+        "background",
+        OpenApiTypes.BOOL,
+        OpenApiParameter.QUERY,
+        description="queue the import as a background job (202) even when the file is small; "
+        "files larger than the server's threshold always are",
     ),
 ]
 
@@ -523,7 +535,11 @@ class ImportListView(APIView):
             "or a dry run (`would_import`, `would_replace`);\n"
             "* **400** refused: the error shape plus `report`;\n"
             "* **409** `import.run_conflict`: the run_id was imported from other content; "
-            "send `replace=true` to replace it.\n\n"
+            "send `replace=true` to replace it;\n"
+            "* **202** `queued`: the file is larger than the server's threshold, or "
+            "`background=true` was sent. It is stored and imported by a worker; poll the "
+            "report at `Location` (`url`): `queued`, `running` (with `progress`), then its "
+            "outcome.\n\n"
             "Every attempt, dry runs and refusals included, is kept as an import report."
         ),
         tags=[TAG],
@@ -563,6 +579,10 @@ class ImportListView(APIView):
                     )
                 ],
             ),
+            202: OpenApiResponse(
+                ImportReportSerializer,
+                description="queued as a background job: poll `url`",
+            ),
             409: OpenApiResponse(
                 ImportRefusalSerializer,
                 description="the run_id was imported from another file (`import.run_conflict`)",
@@ -591,20 +611,31 @@ class ImportListView(APIView):
                     )
                 ]
             )
-        importer = ResultsImporter(
-            user=request.user,
-            dry_run=_flag(request, "dry_run"),
-            replace=_flag(request, "replace"),
-            summary=_param(request, "summary") or "",
+        options = {
+            "dry_run": _flag(request, "dry_run"),
+            "replace": _flag(request, "replace"),
+            "summary": _param(request, "summary") or "",
+        }
+        background = jobs.goes_to_background(
+            jobs.stream_size(upload), asked=_flag(request, "background")
         )
         if isinstance(upload, UploadedFile):
             filename = upload.name or "upload"
         else:
             filename = _param(request, "filename") or "request body"
         try:
-            report = importer.import_file(upload, filename=filename)
+            if background:
+                report = jobs.import_enqueue(
+                    user=request.user, upload=upload, filename=filename, **options
+                )
+            else:
+                importer = ResultsImporter(user=request.user, **options)
+                report = importer.import_file(upload, filename=filename)
         finally:
             upload.close()
+        if report.outcome in jobs.PENDING:
+            body = report_body(report)
+            return Response(body, status=202, headers={"Location": body["url"]})
         return report_response(report)
 
 

@@ -50,6 +50,11 @@ REFUSED = "refused"
 WOULD_IMPORT = "would_import"
 WOULD_REPLACE = "would_replace"
 WOULD_RESTORE = "would_restore"
+# A background import before it has an outcome (claimsdb/importers/jobs.py); "failed" is
+# one whose job stopped on an unexpected error: nothing was written, and it can be retried.
+QUEUED = "queued"
+RUNNING = "running"
+FAILED = "failed"
 OUTCOMES = (
     IMPORTED,
     REPLACED,
@@ -59,6 +64,9 @@ OUTCOMES = (
     WOULD_IMPORT,
     WOULD_REPLACE,
     WOULD_RESTORE,
+    QUEUED,
+    RUNNING,
+    FAILED,
 )
 WRITTEN = (IMPORTED, REPLACED, RESTORED)
 DRY = {IMPORTED: WOULD_IMPORT, REPLACED: WOULD_REPLACE, RESTORED: WOULD_RESTORE}
@@ -108,6 +116,7 @@ class Report:
     message: str = ""
     id: int | None = None  # the stored ImportReport
     created_at: str | None = None
+    progress: dict[str, Any] = field(default_factory=dict)  # of a background import
 
     @property
     def outcome_label(self) -> str:
@@ -158,6 +167,7 @@ class Report:
         report = cls.from_dict(row.report)
         report.id = row.pk
         report.created_at = _time(row.created_at)
+        report.progress = dict(row.progress or {})
         return report
 
 
@@ -188,12 +198,15 @@ class ResultsImporter:
         replace: bool = False,
         summary: str = "",
         progress: Progress | None = None,
+        report_id: int | None = None,
     ) -> None:
         self.user = user
         self.dry_run = dry_run
         self.replace = replace
         self.summary = (summary or "").strip()
         self.progress = progress
+        # a queued import's row, which the report fills in instead of adding a new one
+        self.report_id = report_id
 
     # --- the pipeline -----------------------------------------------------------------------
 
@@ -393,17 +406,21 @@ class ResultsImporter:
     def _store_report(self, report: Report) -> None:
         if not getattr(self.user, "pk", None):
             return  # nobody to record it for (an anonymous caller was refused)
-        row = ImportReport.objects.create(
-            user=self.user,
-            filename=report.filename[:500],
-            file_sha256=report.sha256,
-            run_id=report.run_id[:120],
-            case_key=report.case[:40],
-            outcome=report.outcome,
-            dry_run=report.dry_run,
-            revision_number=report.revision,
-            report=report.as_dict(),
-        )
+        values = {
+            "filename": report.filename[:500],
+            "file_sha256": report.sha256,
+            "run_id": report.run_id[:120],
+            "case_key": report.case[:40],
+            "outcome": report.outcome,
+            "dry_run": report.dry_run,
+            "revision_number": report.revision,
+            "report": report.as_dict(),
+        }
+        if self.report_id is not None:
+            ImportReport.objects.filter(pk=self.report_id).update(**values, progress={})
+            row = ImportReport.objects.get(pk=self.report_id)
+        else:
+            row = ImportReport.objects.create(user=self.user, **values)
         report.id = row.pk
         report.created_at = _time(row.created_at)
 

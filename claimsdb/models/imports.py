@@ -96,6 +96,11 @@ class ImportReport(models.Model):
     dry_run = models.BooleanField(default=False)
     revision_number = models.PositiveBigIntegerField(null=True)
     report = models.JSONField()
+    # A background import (claimsdb/importers/jobs.py): the stored upload it reads, the
+    # options it runs with, and how far it has got while ``outcome`` is queued/running.
+    stored_file = models.CharField(max_length=500, blank=True)
+    options = models.JSONField(default=dict, blank=True)
+    progress = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -13,6 +13,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from claimsdb.importers import jobs
 from claimsdb.importers.repro_results import Report, ResultsImporter
 from claimsdb.importers.runs import import_reports
 from claimsdb.models import ImportReport
@@ -51,14 +52,22 @@ def import_list(request: HttpRequest) -> HttpResponse:
         form = UploadForm(request.POST, request.FILES)
         if form.is_valid():
             upload = form.cleaned_data["file"]
-            importer = ResultsImporter(
-                user=request.user,
-                dry_run=form.cleaned_data["dry_run"],
-                replace=form.cleaned_data["replace"],
-                summary=form.cleaned_data["summary"],
-            )
+            options = {
+                "dry_run": form.cleaned_data["dry_run"],
+                "replace": form.cleaned_data["replace"],
+                "summary": form.cleaned_data["summary"],
+            }
+            filename = upload.name or "upload"
             try:
-                report = importer.import_file(upload, filename=upload.name or "upload")
+                if jobs.goes_to_background(upload.size, asked=False):
+                    # too large to import while the page waits: a worker does it
+                    report = jobs.import_enqueue(
+                        user=request.user, upload=upload, filename=filename, **options
+                    )
+                else:
+                    report = ResultsImporter(user=request.user, **options).import_file(
+                        upload, filename=filename
+                    )
             finally:
                 upload.close()
             return redirect("import-detail", report.id)
