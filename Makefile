@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: install run serve test test-sqlite test-postgres lint bench bench-import clean
+.PHONY: install run serve worker test test-sqlite test-postgres lint bench bench-import clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ serve: install
 	SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" $(BIN)/python manage.py migrate --noinput
 	SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" $(BIN)/python manage.py collectstatic --noinput -v 0
 	SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" exec $(BIN)/gunicorn -c gunicorn.conf.py
+
+# The background-job worker (large imports), beside make serve, with the same settings.
+worker: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/claimsdb
+worker: install
+	SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" exec $(BIN)/python manage.py db_worker
 
 # The whole suite: SQLite by default, PostgreSQL when DATABASE_URL points at one.
 test: install

@@ -139,6 +139,7 @@ def test_an_import_whose_worker_died_is_requeued_when_stuck(api):
     body = upload(api, VALID, background="true").json()
     # the worker claimed it and died: the report stays "running", with no progress
     ImportReport.objects.filter(pk=body["id"]).update(outcome="running", progress={})
+    assert api.get(body["url"]).json()["outcome"] == "running"
     out = io.StringIO()
     call_command("requeue_imports", stdout=out)
     assert "nothing to requeue" in out.getvalue()  # not stuck long enough to tell

@@ -167,6 +167,7 @@ class Report:
         report = cls.from_dict(row.report)
         report.id = row.pk
         report.created_at = _time(row.created_at)
+        report.outcome = row.outcome  # a background import's row moves on before its report
         report.progress = dict(row.progress or {})
         return report
 
