@@ -98,21 +98,24 @@ def write_records(
     run rows inside the same transaction, after validation and before the revision.
     """
     summary = (summary or "").strip()
+    # Nothing before the ledger lock reads a record another writer could change: the
+    # role, the summary and the order of the writes depend on the request alone, so a
+    # refused request never waits for the lock (docs/write-path.md).
+    for kind in {w.kind for w in writes}:
+        require_role(user, role or KIND_ROLE[kind], f"changing a {kind}")
+    if not summary:
+        raise RuleViolations(
+            [
+                RuleViolation(
+                    "revision.summary_required",
+                    "every change needs a summary saying what changed and why",
+                    "summary",
+                )
+            ]
+        )
+    writes = sorted(writes, key=lambda w: KIND_ORDER[w.kind])
     with transaction.atomic():
         head = lock_head()
-        for kind in {w.kind for w in writes}:
-            require_role(user, role or KIND_ROLE[kind], f"changing a {kind}")
-        if not summary:
-            raise RuleViolations(
-                [
-                    RuleViolation(
-                        "revision.summary_required",
-                        "every change needs a summary saying what changed and why",
-                        "summary",
-                    )
-                ]
-            )
-        writes = sorted(writes, key=lambda w: KIND_ORDER[w.kind])
         previous = _check_existence_and_staleness(writes)
         _validate_fields(writes, previous)
         before = _scope_violations(writes)
