@@ -28,6 +28,7 @@ from claimsdb.records import (
 from claimsdb.rules import ScopeState, run_field_rules, run_scope_rules
 from claimsdb.rules.context import DocumentContext, case_context
 from claimsdb.rules.scope import bridge_hits, non_attribution_hits
+from claimsdb.rules.scoped import affected_cases, load_scoped
 
 from . import apply
 from .ledger import append_revision, latest_revision, lock_head
@@ -97,24 +98,27 @@ def write_records(
     run rows inside the same transaction, after validation and before the revision.
     """
     summary = (summary or "").strip()
+    # Nothing before the ledger lock reads a record another writer could change: the
+    # role, the summary and the order of the writes depend on the request alone, so a
+    # refused request never waits for the lock (docs/write-path.md).
+    for kind in {w.kind for w in writes}:
+        require_role(user, role or KIND_ROLE[kind], f"changing a {kind}")
+    if not summary:
+        raise RuleViolations(
+            [
+                RuleViolation(
+                    "revision.summary_required",
+                    "every change needs a summary saying what changed and why",
+                    "summary",
+                )
+            ]
+        )
+    writes = sorted(writes, key=lambda w: KIND_ORDER[w.kind])
     with transaction.atomic():
         head = lock_head()
-        for kind in {w.kind for w in writes}:
-            require_role(user, role or KIND_ROLE[kind], f"changing a {kind}")
-        if not summary:
-            raise RuleViolations(
-                [
-                    RuleViolation(
-                        "revision.summary_required",
-                        "every change needs a summary saying what changed and why",
-                        "summary",
-                    )
-                ]
-            )
-        writes = sorted(writes, key=lambda w: KIND_ORDER[w.kind])
         previous = _check_existence_and_staleness(writes)
         _validate_fields(writes, previous)
-        before = _scope_violations(None)
+        before = _scope_violations(writes)
         partners_before = _partners(writes)
         _apply(writes, previous)
         if before_apply is not None:
@@ -279,14 +283,35 @@ def _apply(writes: list[RecordWrite], previous) -> None:
             apply.apply_rule(write.document)
 
 
-def _scope_violations(report: set[str] | None) -> set[RuleViolation]:
-    return set(run_scope_rules(ScopeState.load(report)))
+@dataclass(frozen=True)
+class ScopeBaseline:
+    """The cases a change can affect and their scope violations before it is applied."""
+
+    cases: frozenset[str]
+    violations: frozenset[RuleViolation]
 
 
-def _check_scope(writes: list[RecordWrite], before: set[RuleViolation]) -> None:
+def _scope_violations(writes: list[RecordWrite]) -> ScopeBaseline:
+    """The baseline for ``_check_scope``: only the cases the change can affect are loaded
+    (``rules.scoped``), so the cost follows the change, not the knowledge base."""
+    cases = affected_cases(
+        cases={w.key: w.document for w in writes if w.kind == "case"},
+        rules={w.key: w.document for w in writes if w.kind == "rule"},
+    )
+    state = load_scoped(cases)
+    return ScopeBaseline(frozenset(cases), frozenset(run_scope_rules(state)))
+
+
+def _check_scope(writes: list[RecordWrite], before: ScopeBaseline) -> None:
     """Refuse what the change breaks: everything wrong in the written cases, and anything
-    newly wrong elsewhere (a rule that existing data already breaks is a rule conflict)."""
-    state = ScopeState.load(None)
+    newly wrong elsewhere (a rule that existing data already breaks is a rule conflict).
+
+    Violations outside ``before.cases`` are the same before and after the change, so the
+    state after it is loaded, and compared, for those cases only.
+    """
+    state = load_scoped(
+        set(before.cases), figures={w.document["figure"] for w in writes if w.kind == "rule"}
+    )
     written_cases = {w.key: w for w in writes if w.kind == "case"}
     written_rules = {w.key: w for w in writes if w.kind == "rule"}
     problems: list[RuleViolation] = []
@@ -296,7 +321,7 @@ def _check_scope(writes: list[RecordWrite], before: set[RuleViolation]) -> None:
             write = written_cases[case_key]
             bare = RuleViolation(violation.code, violation.message, violation.path)
             problems.append(bare.prefixed(write.path) if write.path else bare)
-        elif violation not in before:
+        elif violation not in before.violations:
             problems.append(
                 _as_rule_conflict(violation, written_rules) if written_rules else violation
             )
@@ -304,7 +329,11 @@ def _check_scope(writes: list[RecordWrite], before: set[RuleViolation]) -> None:
         problems.extend(_rule_self_conflict(write, state))
         for rule, violation in [*non_attribution_hits(state), *bridge_hits(state)]:
             case_key = violation.record.removeprefix("case ")
-            if rule.key == write.key and case_key not in written_cases and violation in before:
+            if (
+                rule.key == write.key
+                and case_key not in written_cases
+                and violation in before.violations
+            ):
                 # the rule is being reactivated over data that already breaks it
                 problems.append(_as_rule_conflict(violation, written_rules))
     if problems:

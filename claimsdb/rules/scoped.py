@@ -1,0 +1,175 @@
+"""The scope state of the part of the knowledge base that one change can affect.
+
+``ScopeState.load(None)`` reads every figure, attribution, relation, rule and assessment;
+``check_rules`` needs that, a write does not. A case's scope violations depend only on
+
+* its own attributions, assessments and relations (the relations give the paths);
+* its ``same_event`` component (which figures are attributable to it, which rules a
+  ``same_event`` relation would bridge);
+* the active rules naming a case of that component, and the facts of the figures it
+  attributes, that its rules name, or that support its assessments' evidence basis.
+
+So ``affected_cases`` names every case whose violations a change can alter, and
+``load_scoped`` loads exactly what those cases' violations depend on. The rules then run
+on that state with ``report`` set to those cases and report, for them, exactly what the
+full scan reports. docs/write-path.md explains the choice step by step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection
+from django.db.models import Q
+from django.db.models.expressions import RawSQL
+
+from claimsdb.choices import RelationKind
+from claimsdb.models import Assessment, Attribution, Claim, Figure, Relation, ScopeRule
+
+from .state import FigureFact, RuleFact, ScopeState
+
+
+def affected_cases(
+    *, cases: dict[str, dict[str, Any]], rules: dict[str, dict[str, Any]]
+) -> set[str]:
+    """The cases whose scope violations writing these documents can change.
+
+    Call it before the change is applied: it reads the records as they are and the
+    documents as they will be, so it covers both. ``cases`` and ``rules`` map keys to the
+    documents being written. The result is closed under ``same_event`` before and after
+    the change.
+    """
+    seeds = set(cases)
+    figure_ids: set[str] = set()
+    figure_claims: set[str] = set()
+    for document in cases.values():
+        # relations as they will be (a new partner's paths and component change)
+        seeds |= {relation["case"] for relation in document["relations"]}
+        for figure in document["figures"]:
+            figure_ids.add(figure["id"])
+            figure_claims |= set(figure["claims"])
+    if cases:
+        # relations as they are (a removed relation changes the partner too)
+        for case, other in Relation.objects.filter(
+            Q(case__key__in=cases) | Q(other__key__in=cases)
+        ).values_list("case__key", "other__key"):
+            seeds |= {case, other}
+        # figures as they are: their facts may change or they may go
+        for figure_id, claims in Figure.objects.filter(case__key__in=cases).values_list(
+            "figure_id", "claims"
+        ):
+            figure_ids.add(figure_id)
+            figure_claims |= set(claims)
+    for document in rules.values():
+        seeds.add(document["case"])
+    if rules:
+        # a rule may be moved to another case: the case it named keeps changing too
+        seeds |= set(ScopeRule.objects.filter(key__in=rules).values_list("case", flat=True))
+    if figure_ids:
+        # whoever attributes these figures or is protected from them by a rule sees
+        # their facts (owner, scope, value) in its violations
+        seeds |= set(
+            Attribution.objects.filter(figure_id__in=figure_ids).values_list("case__key", flat=True)
+        )
+        seeds |= set(
+            ScopeRule.objects.filter(status="active", figure__in=figure_ids).values_list(
+                "case", flat=True
+            )
+        )
+    if figure_claims:
+        # an assessment's basis claims are its case's own; a figure of another case may
+        # support them, so the owners of the claims these figures support are affected
+        seeds |= set(
+            Claim.objects.filter(claim_id__in=figure_claims).values_list("case__key", flat=True)
+        )
+    return same_event_closure(seeds)
+
+
+def same_event_closure(cases: Iterable[str]) -> set[str]:
+    """``cases`` and every case joined to one of them by a chain of ``same_event``.
+
+    One query per round, each asking only for the relations of the cases found in the
+    previous round: the number of rounds is the distance from ``cases`` to the farthest
+    case of their components (at most a component's diameter plus one), never the size
+    of the knowledge base.
+    """
+    found = set(cases)
+    frontier = set(found)
+    while frontier:
+        rows = Relation.objects.filter(kind=RelationKind.SAME_EVENT).filter(
+            Q(case__key__in=frontier) | Q(other__key__in=frontier)
+        )
+        frontier = {key for pair in rows.values_list("case__key", "other__key") for key in pair}
+        frontier -= found
+        found |= frontier
+    return found
+
+
+def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
+    """The scope state of ``cases``, which must be closed under ``same_event``.
+
+    Violations are reported for ``cases`` only, and are exactly those the full scan
+    reports for them. ``figures`` adds figure facts that a caller needs besides (the
+    figure a written rule names). Five queries, whatever the size of the knowledge base;
+    each reads rows in the order the full scan reads them, so violations come out in the
+    same order too.
+    """
+    state = ScopeState(report=set(cases))
+    state.relations = list(
+        Relation.objects.filter(Q(case__key__in=cases) | Q(other__key__in=cases)).values_list(
+            "case__key", "other__key", "kind"
+        )
+    )
+    state.attributions = list(
+        Attribution.objects.filter(case__key__in=cases).values_list(
+            "case__key", "position", "figure_id", "role"
+        )
+    )
+    state.assessments = [
+        (case, position, impact, frozenset(claims))
+        for case, position, impact, claims in Assessment.objects.filter(
+            case__key__in=cases
+        ).values_list("case__key", "position", "impact", "basis_claims")
+    ]
+    # rules naming a case of a component decide its bridges and its forbidden figures
+    state.rules = [
+        RuleFact(*row)
+        for row in ScopeRule.objects.filter(status="active", case__in=cases)
+        .order_by("key")
+        .values_list("key", "figure", "case", "reason")
+    ]
+    wanted = {figure for _, _, figure, _ in state.attributions}
+    wanted |= {rule.figure for rule in state.rules}
+    wanted |= set(figures)
+    basis = set().union(
+        *(claims for _, _, impact, claims in state.assessments if impact is not None)
+    )
+    for f in (
+        Figure.objects.filter(Q(figure_id__in=wanted) | _supporting(basis))
+        .select_related("case")
+        .only("figure_id", "value", "unit", "scope", "claims", "case__key")
+    ):
+        state.figures[f.figure_id] = FigureFact(
+            f.figure_id, f.case.key, f.value, f.unit, f.scope, frozenset(f.claims)
+        )
+    state._build_components()
+    return state
+
+
+def _supporting(claims: set[str]) -> Q:
+    """Figures that support any of ``claims`` (a figure may support another case's claims)."""
+    if not claims:
+        return Q(pk__in=[])
+    if connection.vendor == "postgresql":
+        # jsonb ?| : answered from the GIN index on figure claims
+        return Q(claims__has_any_keys=sorted(claims))
+    # SQLite has no index over list elements: json_each reads each figure's claim list
+    table = Figure._meta.db_table
+    marks = ", ".join(["%s"] * len(claims))
+    return Q(
+        pk__in=RawSQL(
+            f'SELECT f.id FROM "{table}" f, json_each(f.claims) j WHERE j.value IN ({marks})',
+            sorted(claims),
+        )
+    )

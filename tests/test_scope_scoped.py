@@ -1,0 +1,587 @@
+"""The write path checks scope on the cases a change can affect; property: it refuses
+exactly what a scan of the whole knowledge base refuses, and costs the same queries at any
+size."""
+
+from __future__ import annotations
+
+import copy
+from contextlib import contextmanager
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from claimsdb.records import RuleViolation, RuleViolations, record_document
+from claimsdb.rules import ScopeState, run_scope_rules
+from claimsdb.rules.scope import bridge_hits, non_attribution_hits
+from claimsdb.services import bundle_load, case_update, writer
+from claimsdb.services.writer import RecordWrite, write_records
+
+from .conftest import load_seed_bundle, new_case
+
+pytestmark = pytest.mark.django_db
+
+SEED = load_seed_bundle()
+ASSESSMENT = next(c for c in SEED["cases"] if c["assessments"])["assessments"][0]
+METHODS = [m for m in SEED["methods"] if m["key"] == ASSESSMENT["method"]]
+SOURCES = [s for s in SEED["sources"] if s["key"] in ASSESSMENT["evidence_basis"]["sources"]]
+
+
+# -- the reference: the whole-knowledge-base check the write path used to run ----------
+
+
+def reference_baseline(writes: list[RecordWrite]) -> set[RuleViolation]:
+    return set(run_scope_rules(ScopeState.load(None)))
+
+
+def reference_check_scope(writes: list[RecordWrite], before: set[RuleViolation]) -> None:
+    state = ScopeState.load(None)
+    written_cases = {w.key: w for w in writes if w.kind == "case"}
+    written_rules = {w.key: w for w in writes if w.kind == "rule"}
+    problems: list[RuleViolation] = []
+    for violation in run_scope_rules(state):
+        case_key = violation.record.removeprefix("case ")
+        if case_key in written_cases:
+            write = written_cases[case_key]
+            bare = RuleViolation(violation.code, violation.message, violation.path)
+            problems.append(bare.prefixed(write.path) if write.path else bare)
+        elif violation not in before:
+            problems.append(
+                writer._as_rule_conflict(violation, written_rules) if written_rules else violation
+            )
+    for write in written_rules.values():
+        problems.extend(writer._rule_self_conflict(write, state))
+        for rule, violation in [*non_attribution_hits(state), *bridge_hits(state)]:
+            case_key = violation.record.removeprefix("case ")
+            if rule.key == write.key and case_key not in written_cases and violation in before:
+                problems.append(writer._as_rule_conflict(violation, written_rules))
+    if problems:
+        raise RuleViolations(writer._unique(problems))
+
+
+@contextmanager
+def full_scan():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(writer, "_scope_violations", reference_baseline)
+        patch.setattr(writer, "_check_scope", reference_check_scope)
+        yield
+
+
+@contextmanager
+def unchecked_scope():
+    """Lets the generator store knowledge bases that already break scope rules, so that
+    old problems elsewhere (which a change must not be refused for) are exercised too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(writer, "_check_scope", lambda writes, before: None)
+        yield
+
+
+# -- random knowledge bases -------------------------------------------------------------
+
+KEYS = [f"CP90-00{i}" for i in range(1, 7)]
+
+
+def claim_ids(key: str) -> list[str]:
+    return [f"CLM-{key}-A", f"CLM-{key}-B"]
+
+
+@st.composite
+def knowledge_bases(draw) -> dict:
+    """A bundle of 3–6 cases with figures, attributions, relations, assessments, rules."""
+    keys = KEYS[: draw(st.integers(min_value=3, max_value=6))]
+    all_claims = [c for key in keys for c in claim_ids(key)]
+    cases = {}
+    for key in keys:
+        figures = [
+            {
+                "id": f"FIG-{key}-{n}",
+                "value": draw(st.integers(min_value=1, max_value=9)),
+                "unit": "responses",
+                "measure": "responses",
+                "scope": draw(st.sampled_from(["production", "lab"])),
+                "description": "",
+                # usually its own claims; sometimes another case's
+                "claims": sorted(
+                    draw(
+                        st.sets(
+                            st.one_of(st.sampled_from(claim_ids(key)), st.sampled_from(all_claims)),
+                            min_size=1,
+                            max_size=2,
+                        )
+                    )
+                ),
+            }
+            for n in range(draw(st.integers(min_value=0, max_value=2)))
+        ]
+        claims = [
+            {
+                "id": claim_id,
+                "statement": f"Claim {claim_id}.",
+                "status": "unverified",
+                "status_note": "",
+                "basis": "reported_finding",
+                "origin": "human",
+                "evidence": [],
+            }
+            for claim_id in claim_ids(key)
+        ]
+        cases[key] = new_case(key, claims=claims, figures=figures)
+    # a chain of same_event, then a few relations of any kind
+    chain = draw(st.permutations(keys))[: draw(st.integers(min_value=0, max_value=len(keys)))]
+    for a, b in zip(chain, chain[1:], strict=False):
+        add_relation(cases, a, b, "same_event")
+    kinds = st.sampled_from(["same_event", "related_distinct", "related_distinct", "variant_of"])
+    for a, b, kind in draw(
+        st.lists(st.tuples(st.sampled_from(keys), st.sampled_from(keys), kinds), max_size=3)
+    ):
+        if a != b:
+            add_relation(cases, a, b, kind)
+    owners = {f["id"]: key for key, case in cases.items() for f in case["figures"]}
+    event = components(cases)
+    if owners:
+        for key in keys:
+            # mostly figures of the same event, sometimes any figure
+            near = sorted(f for f, owner in owners.items() if event[owner] == event[key])
+            pool = st.sampled_from(sorted(owners))
+            if near:
+                pool = st.sampled_from(near) | st.sampled_from(near) | pool
+            cases[key]["attributions"] = draw(st.lists(attributions(pool), max_size=2))
+    for key in keys:
+        cases[key]["assessments"] = draw(st.lists(assessments(key), max_size=1))
+    rules = []
+    if owners:
+        for index, (figure, case, status) in enumerate(
+            draw(
+                st.lists(
+                    st.tuples(
+                        st.sampled_from(sorted(owners)),
+                        st.sampled_from(keys),
+                        st.sampled_from(["active", "active", "withdrawn"]),
+                    ),
+                    max_size=3,
+                )
+            )
+        ):
+            rules.append(rule_document(f"RULE-CP90-{index}", figure, case, status))
+    return make_bundle(methods=METHODS, sources=SOURCES, cases=list(cases.values()), rules=rules)
+
+
+def make_bundle(**lists) -> dict:
+    return {
+        "format": SEED["format"],
+        "methods": [],
+        "sources": [],
+        "cases": [],
+        "rules": [],
+        **lists,
+    }
+
+
+def components(cases: dict) -> dict[str, str]:
+    """Each case's same_event component, named by its smallest key."""
+    event = {key: key for key in cases}
+    changed = True
+    while changed:
+        changed = False
+        for key, case in cases.items():
+            for relation in case["relations"]:
+                if relation["kind"] == "same_event":
+                    low = min(event[key], event[relation["case"]])
+                    for side in (key, relation["case"]):
+                        if event[side] != low:
+                            event[side], changed = low, True
+    return event
+
+
+def attributions(figures):
+    return st.builds(
+        lambda figure, role: {"figure": figure, "role": role, "note": ""},
+        figures,
+        st.sampled_from(["impact_basis", "context"]),
+    )
+
+
+def assessments(key: str):
+    def build(impact, basis):
+        assessment = copy.deepcopy(ASSESSMENT)
+        assessment["impact"] = impact
+        assessment["impact_ungraded_reason"] = "" if impact is not None else "Not graded."
+        assessment["evidence_basis"]["claims"] = sorted(basis)
+        return assessment
+
+    return st.builds(
+        build,
+        st.one_of(st.none(), st.integers(min_value=0, max_value=4), st.integers(0, 4)),
+        st.sets(st.sampled_from(claim_ids(key)), max_size=2),
+    )
+
+
+def add_relation(cases: dict, a: str, b: str, kind: str) -> None:
+    """Both documents of a symmetric relation list it; a directed one only its subject's."""
+    sides = [(a, b), (b, a)] if kind in ("same_event", "related_distinct") else [(a, b)]
+    for subject, other in sides:
+        relations = cases[subject]["relations"]
+        entry = {"case": other, "kind": kind, "note": ""}
+        if entry not in relations:
+            relations.append(entry)
+            relations.sort(key=lambda r: (r["case"], r["kind"]))
+
+
+def rule_document(key: str, figure: str, case: str, status: str) -> dict:
+    return {
+        "format": "claimsdb.rule/1",
+        "key": key,
+        "kind": "non_attribution",
+        "status": status,
+        "figure": figure,
+        "case": case,
+        "reason": "They are different events.",
+    }
+
+
+# -- random changes ---------------------------------------------------------------------
+
+
+@st.composite
+def changes(draw, bundle: dict) -> list[RecordWrite]:
+    """One or two case edits, or a rule written (created, withdrawn, reactivated, moved)."""
+    cases = {c["key"]: copy.deepcopy(c) for c in bundle["cases"]}
+    keys = sorted(cases)
+    figure_ids = [f["id"] for case in cases.values() for f in case["figures"]]
+    if figure_ids and draw(st.integers(min_value=0, max_value=2)) == 0:
+        rules = bundle["rules"]
+        if rules and draw(st.booleans()):
+            rule = copy.deepcopy(draw(st.sampled_from(rules)))
+            rule["status"] = draw(st.sampled_from(["active", "withdrawn"]))
+            if draw(st.booleans()):
+                rule["case"] = draw(st.sampled_from(keys))
+            mode = "update"
+        else:
+            rule = rule_document(
+                "RULE-CP90-NEW",
+                draw(st.sampled_from(figure_ids)),
+                draw(st.sampled_from(keys)),
+                "active",
+            )
+            mode = "create"
+        return [RecordWrite(kind="rule", document=rule, mode=mode)]
+    edited = draw(st.lists(st.sampled_from(keys), min_size=1, max_size=2, unique=True))
+    for key in edited:
+        for _ in range(draw(st.integers(min_value=1, max_value=3))):
+            edit_case(draw, cases, key, keys, figure_ids)
+    return [
+        RecordWrite(kind="case", document=cases[key], mode="update", path=f"cases[{index}]")
+        for index, key in enumerate(edited)
+    ]
+
+
+def edit_case(draw, cases: dict, key: str, keys: list[str], figure_ids: list[str]) -> None:
+    document = cases[key]
+    edit = draw(
+        st.sampled_from(
+            [
+                "attribute",
+                "unattribute",
+                "relate",
+                "unrelate",
+                "cut",
+                "cut",
+                "assess",
+                "unassess",
+                "figure_scope",
+                "figure_scope",
+                "figure_claims",
+            ]
+        )
+    )
+    if edit == "attribute" and figure_ids:
+        document["attributions"].append(draw(attributions(st.sampled_from(figure_ids))))
+    elif edit == "unattribute" and document["attributions"]:
+        document["attributions"].pop(draw(st.integers(0, len(document["attributions"]) - 1)))
+    elif edit == "relate":
+        other = draw(st.sampled_from([k for k in keys if k != key]))
+        kind = draw(st.sampled_from(["same_event", "related_distinct", "variant_of"]))
+        entry = {"case": other, "kind": kind, "note": ""}
+        if entry not in document["relations"]:
+            document["relations"].append(entry)
+            document["relations"].sort(key=lambda r: (r["case"], r["kind"]))
+    elif edit == "unrelate" and document["relations"]:
+        document["relations"].pop(draw(st.integers(0, len(document["relations"]) - 1)))
+    elif edit == "cut":
+        # cutting a link of a same_event chain changes the event of cases far away
+        document["relations"] = [r for r in document["relations"] if r["kind"] != "same_event"]
+    elif edit == "assess":
+        document["assessments"] = [draw(assessments(key))]
+    elif edit == "unassess":
+        document["assessments"] = []
+    elif edit == "figure_scope" and document["figures"]:
+        figure = draw(st.sampled_from(document["figures"]))
+        figure["scope"] = "lab" if figure["scope"] == "production" else "production"
+    elif edit == "figure_claims" and document["figures"]:
+        figure = draw(st.sampled_from(document["figures"]))
+        everyone = sorted(c for k in keys for c in claim_ids(k))
+        figure["claims"] = sorted(draw(st.sets(st.sampled_from(everyone), min_size=1, max_size=2)))
+
+
+class _Accepted(Exception):
+    def __init__(self, outcomes):
+        self.outcomes = outcomes
+
+
+def verdict(user, writes: list[RecordWrite]):
+    """What the write path answers to ``writes``; nothing it writes is kept."""
+    try:
+        with transaction.atomic():
+            outcomes = write_records(user=user, writes=copy.deepcopy(writes), summary="change")
+            raise _Accepted([o.as_dict() for o in outcomes])
+    except _Accepted as accepted:
+        return "accepted", accepted.outcomes
+    except RuleViolations as refused:
+        return "refused", [(v.code, v.message, v.path, v.record) for v in refused.violations]
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.data())
+def test_scoped_check_refuses_exactly_what_the_full_scan_refuses(reviewer, data):
+    bundle = data.draw(knowledge_bases())
+    with transaction.atomic():
+        with unchecked_scope():
+            bundle_load(user=reviewer, bundle=copy.deepcopy(bundle), summary="Random base")
+        writes = data.draw(changes(bundle))
+        scoped = verdict(reviewer, writes)
+        with full_scan():
+            reference = verdict(reviewer, writes)
+        assert scoped == reference
+        # violations of written cases carry no record; others name theirs
+        elsewhere = scoped[0] == "refused" and any(v[3] for v in scoped[1])
+        event("refused elsewhere" if elsewhere else "not refused elsewhere")
+        event(
+            scoped[0]
+            + " "
+            + " ".join(sorted({v[0] for v in scoped[1]} if scoped[0] == "refused" else ()))
+        )
+        transaction.set_rollback(True)
+
+
+# -- fixed examples: each thing a change reaches beyond the records it writes -----------------
+
+
+def figure(key: str, *, scope: str = "production", claims: tuple[str, ...] = ()) -> dict:
+    return {
+        "id": f"FIG-{key}-0",
+        "value": 3,
+        "unit": "responses",
+        "measure": "responses",
+        "scope": scope,
+        "description": "",
+        "claims": list(claims),
+    }
+
+
+def claim(claim_id: str) -> dict:
+    return {
+        "id": claim_id,
+        "statement": "A claim.",
+        "status": "unverified",
+        "status_note": "",
+        "basis": "reported_finding",
+        "origin": "human",
+        "evidence": [],
+    }
+
+
+def graded(*claims: str) -> dict:
+    assessment = copy.deepcopy(ASSESSMENT)
+    assessment.update(impact=2, impact_ungraded_reason="")
+    assessment["evidence_basis"]["claims"] = list(claims)
+    return assessment
+
+
+def attribution(figure_id: str, role: str = "context") -> dict:
+    return {"figure": figure_id, "role": role, "note": ""}
+
+
+def store(user, cases: dict, rules: list[dict] = ()) -> None:
+    """Stored as given, scope problems included (they are the old problems elsewhere)."""
+    with unchecked_scope():
+        bundle_load(
+            user=user,
+            bundle=make_bundle(
+                methods=METHODS, sources=SOURCES, cases=list(cases.values()), rules=list(rules)
+            ),
+            summary="Base",
+        )
+
+
+def edited(key: str, change) -> list[RecordWrite]:
+    document = record_document("case", key)
+    change(document)
+    return [RecordWrite(kind="case", document=document, mode="update")]
+
+
+def refused_records(user, writes: list[RecordWrite]) -> set[tuple[str, str]]:
+    """The write path's refusal, checked against the full scan: ``{(code, record)}``."""
+    scoped = verdict(user, writes)
+    with full_scan():
+        assert verdict(user, writes) == scoped
+    assert scoped[0] == "refused", scoped
+    return {(code, record) for code, _, _, record in scoped[1]}
+
+
+A, B, C, D, E = "CP90-001", "CP90-002", "CP90-003", "CP90-004", "CP90-005"
+
+
+def test_cutting_a_chain_is_checked_to_its_far_end(reviewer):
+    """E-A-B-C-D are one event and D attributes E's figure: A cutting its link to B, two
+    links away from D, makes that attribution cross-case."""
+    cases = {
+        A: new_case(A),
+        B: new_case(B),
+        C: new_case(C),
+        D: new_case(D, attributions=[attribution(f"FIG-{E}-0")]),
+        E: new_case(E, figures=[figure(E)]),
+    }
+    for a, b in ((E, A), (A, B), (B, C), (C, D)):
+        add_relation(cases, a, b, "same_event")
+    store(reviewer, cases)
+    writes = edited(A, lambda d: d.update(relations=[r for r in d["relations"] if r["case"] != B]))
+    assert refused_records(reviewer, writes) == {("scope.cross_case_figure", f"case {D}")}
+
+
+def test_a_removed_relation_moves_an_old_problem_of_the_partner(reviewer):
+    """B and C are both same_event and related_distinct (an old problem, at B's
+    relations[2]); A drops its related_distinct relation to B, which moves that problem
+    to relations[1]: the full scan calls it new, and so does the write path."""
+    cases = {A: new_case(A), B: new_case(B), C: new_case(C)}
+    add_relation(cases, A, B, "related_distinct")
+    add_relation(cases, B, C, "related_distinct")
+    add_relation(cases, B, C, "same_event")
+    store(reviewer, cases)
+    writes = edited(A, lambda d: d.update(relations=[]))
+    assert refused_records(reviewer, writes) == {("scope.relation_conflict", f"case {B}")}
+
+
+def test_a_figure_supporting_another_events_claim_is_checked_there(reviewer):
+    """B's graded impact rests on B's claim, which only A's figure supports, in another
+    event; A making that figure a lab figure changes B's problem."""
+    cases = {
+        A: new_case(A, figures=[figure(A, claims=(f"CLM-{B}-A",))]),
+        B: new_case(B, claims=[claim(f"CLM-{B}-A")], assessments=[graded(f"CLM-{B}-A")]),
+    }
+    store(reviewer, cases)
+    writes = edited(A, lambda d: d["figures"][0].update(scope="lab"))
+    assert refused_records(reviewer, writes) == {("scope.lab_not_impact", f"case {B}")}
+
+
+def test_a_changed_figure_is_checked_where_it_is_attributed(reviewer):
+    """B attributes A's figure across events (an old problem); changing the figure's value
+    changes how that problem reads."""
+    cases = {
+        A: new_case(A, figures=[figure(A)]),
+        B: new_case(B, attributions=[attribution(f"FIG-{A}-0")]),
+    }
+    store(reviewer, cases)
+    writes = edited(A, lambda d: d["figures"][0].update(value=4))
+    assert refused_records(reviewer, writes) == {("scope.cross_case_figure", f"case {B}")}
+
+
+def test_moving_a_rule_is_checked_where_it_stood(reviewer):
+    """A rule forbids A's figure to B, which attributes it anyway (an old problem); moving
+    the rule to C leaves B's attribution cross-case: a conflict of the rule."""
+    cases = {
+        A: new_case(A, figures=[figure(A)]),
+        B: new_case(B, attributions=[attribution(f"FIG-{A}-0")]),
+        C: new_case(C),
+    }
+    store(reviewer, cases, [rule_document("RULE-CP90-0", f"FIG-{A}-0", B, "active")])
+    rule = record_document("rule", "RULE-CP90-0")
+    rule["case"] = C
+    writes = [RecordWrite(kind="rule", document=rule, mode="update")]
+    assert refused_records(reviewer, writes) == {("scope.rule_conflict", f"case {B}")}
+
+
+def test_a_graded_impact_on_an_own_figure_is_accepted(reviewer):
+    cases = {
+        A: new_case(
+            A,
+            claims=[claim(f"CLM-{A}-A")],
+            figures=[figure(A, claims=(f"CLM-{A}-A",))],
+            assessments=[graded(f"CLM-{A}-A")],
+        )
+    }
+    store(reviewer, cases)
+    writes = edited(A, lambda d: d.update(title="Renamed"))
+    assert verdict(reviewer, writes)[0] == "accepted"
+
+
+# -- cost: the same queries whatever the size of the knowledge base ----------------------
+
+
+def populate(reviewer, count: int) -> None:
+    """``count`` events of two cases each, one figure attributed across, a rule, an
+    assessment: none related to CP99-001."""
+    cases = []
+    rules = []
+    for n in range(count):
+        a, b = f"CP80-{n:03d}", f"CP81-{n:03d}"
+        figure = {
+            "id": f"FIG-{a}",
+            "value": 5,
+            "unit": "responses",
+            "measure": "responses",
+            "scope": "production",
+            "description": "",
+            "claims": [f"CLM-{a}-A"],
+        }
+        claim = {
+            "id": f"CLM-{a}-A",
+            "statement": "A claim.",
+            "status": "unverified",
+            "status_note": "",
+            "basis": "reported_finding",
+            "origin": "human",
+            "evidence": [],
+        }
+        assessment = copy.deepcopy(ASSESSMENT)
+        assessment.update(impact=2, impact_ungraded_reason="")
+        assessment["evidence_basis"]["claims"] = [claim["id"]]
+        pair = {
+            a: new_case(a, claims=[claim], figures=[figure], assessments=[assessment]),
+            b: new_case(b, attributions=[{"figure": figure["id"], "role": "context", "note": ""}]),
+        }
+        add_relation(pair, a, b, "same_event")
+        cases.extend(pair.values())
+        rules.append(rule_document(f"RULE-CP80-{n:03d}", figure["id"], f"CP82-{n:03d}", "active"))
+        cases.append(new_case(f"CP82-{n:03d}"))
+    bundle_load(
+        user=reviewer,
+        bundle=make_bundle(methods=METHODS, sources=SOURCES, cases=cases, rules=rules),
+        summary="Unrelated events",
+    )
+
+
+def update_queries(reviewer, count: int) -> int:
+    with transaction.atomic():
+        populate(reviewer, count)
+        bundle_load(
+            user=reviewer,
+            bundle=make_bundle(cases=[new_case("CP99-001")]),
+            summary="Mine",
+        )
+        document = record_document("case", "CP99-001")
+        document["title"] = "Renamed"
+        with CaptureQueriesContext(connection) as queries:
+            case_update(user=reviewer, key="CP99-001", document=document, summary="Rename")
+        transaction.set_rollback(True)
+    return len(queries)
+
+
+def test_a_case_update_costs_the_same_queries_in_a_larger_knowledge_base(reviewer):
+    assert update_queries(reviewer, 1) == update_queries(reviewer, 20)
