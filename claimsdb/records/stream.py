@@ -40,6 +40,9 @@ class Progress(Protocol):
 
     def advance(self, count: int) -> None: ...
 
+    def pause(self) -> None:
+        """Make way for other output on the same stream; the next ``advance`` resumes."""
+
     def end(self) -> None: ...
 
 
@@ -50,6 +53,9 @@ class NoProgress:
         pass
 
     def advance(self, count: int) -> None:
+        pass
+
+    def pause(self) -> None:
         pass
 
     def end(self) -> None:
@@ -86,7 +92,8 @@ def keyset_batches(
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     order: Any = field
-    if not orders_bytewise(queryset):
+    text = queryset.model._meta.get_field(field).get_internal_type() in {"CharField", "TextField"}
+    if text and not orders_bytewise(queryset):
         queryset = queryset.annotate(bytewise_key=Collate(F(field), "C"))
         order = "bytewise_key"
     queryset = queryset.order_by(order)

@@ -133,6 +133,9 @@ class ProgressLine:
         self.done += count
         self._draw(final=self.done >= self.total)
 
+    def pause(self) -> None:
+        self.line.clear()
+
     def end(self) -> None:
         self.line.clear()
 
