@@ -116,7 +116,9 @@ def document_batches(kind: str, *, batch_size: int = BATCH_SIZE) -> Iterator[lis
     """
     if kind == "case":
         for cases in keyset_batches(case_queryset(), batch_size=batch_size):
-            yield [case_document(case) for case in cases]
+            documents = [case_document(case) for case in cases]
+            forget_prefetched(cases)
+            yield documents
         return
     model, to_document = {
         "method": (AssessmentMethod, method_document),
@@ -125,6 +127,23 @@ def document_batches(kind: str, *, batch_size: int = BATCH_SIZE) -> Iterator[lis
     }[kind]
     for records in keyset_batches(model.objects.all(), batch_size=batch_size):
         yield [to_document(record) for record in records]
+
+
+def forget_prefetched(instances: Iterable[Model]) -> None:
+    """Drop what prefetching attached to ``instances``, all the way down.
+
+    A prefetched child points back at its parent (``claim.case``) while the parent lists
+    its children: a reference cycle, which only the cyclic garbage collector frees, and it
+    runs ever more rarely as a process grows. Cutting the parent's side lets each batch be
+    freed as soon as the next one replaces it, so memory stays at one batch.
+    """
+    for instance in instances:
+        cache = getattr(instance, "_prefetched_objects_cache", None)
+        if not cache:
+            continue
+        for related in cache.values():
+            forget_prefetched(related)
+        cache.clear()
 
 
 def record_count(kind: str) -> int:
