@@ -16,6 +16,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from claimsdb.importers.repro_results import ResultsImporter
 from claimsdb.integrity import (
     case_check_contexts,
     check_rules,
@@ -23,16 +24,34 @@ from claimsdb.integrity import (
     verify_history,
 )
 from claimsdb.management.commands._common import ProgressLine
-from claimsdb.models import Case, EvidenceLink, Release, Revision
-from claimsdb.records import bundle_document, dumps_pretty, iter_pretty_bundle
+from claimsdb.models import (
+    Attribution,
+    Case,
+    EvidenceLink,
+    Figure,
+    Relation,
+    Release,
+    ReproductionRun,
+    Revision,
+)
+from claimsdb.records import (
+    bundle_document,
+    case_document,
+    case_queryset,
+    dumps_pretty,
+    iter_pretty_bundle,
+)
 from claimsdb.records import stream as record_stream
+from claimsdb.records.batched import case_documents
 from claimsdb.rules.context import DocumentContext, case_context
 from claimsdb.services import bundle_load
 from claimsdb.services.releases import release_publish
 
-from .conftest import SEED_PATH, case_doc
+from .conftest import ROOT, SEED_PATH, case_doc
 
 pytestmark = pytest.mark.django_db
+
+REPRO_FIXTURE = ROOT / "fixtures" / "repro" / "valid" / "valid-small.json"
 
 
 def synthetic_cases(seed: dict, start: int, count: int) -> list[dict]:
@@ -110,10 +129,10 @@ def test_a_failed_export_leaves_the_previous_file(seeded, tmp_path, monkeypatch)
     out = tmp_path / "export.json"
     out.write_text("before", encoding="utf-8")
 
-    def broken(case):
+    def broken(cases):
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr(record_stream, "case_document", broken)
+    monkeypatch.setattr(record_stream, "case_documents", broken)
     with pytest.raises(RuntimeError):
         call_command("export_records", out=str(out), stderr=io.StringIO())
     assert out.read_text(encoding="utf-8") == "before"
@@ -132,6 +151,33 @@ def test_export_sorts_by_code_point_under_a_language_collation(seeded, tmp_path,
     out = tmp_path / "export.json"
     call_command("export_records", out=str(out), batch_size=1, stderr=io.StringIO())
     assert out.read_text(encoding="utf-8") == SEED_PATH.read_text(encoding="utf-8")
+
+
+def test_batched_case_documents_are_case_document(seeded, seed_bundle, reviewer, analyst):
+    """The batch builder and the definition of a case's document agree on every part of
+    it: relations both ways (symmetric kinds only on the other side), attributions, tags,
+    controls, unknowns, figures, assessments and imported reproduction runs."""
+    add_cases(reviewer, seed_bundle, 1, 3)
+    first, second = Case.objects.get(key="CPS-00001"), Case.objects.get(key="CPS-00002")
+    Relation.objects.create(case=first, other=second, kind="same_event", note="both ways")
+    Relation.objects.create(case=second, other=first, kind="variant_of", note="one way")
+    Attribution.objects.create(
+        case=first,
+        position=0,
+        figure=Figure.objects.get(figure_id="FIG-CPS-00002"),
+        role="impact_basis",
+        note="",
+    )
+    ResultsImporter(user=analyst).import_path(REPRO_FIXTURE)
+    assert ReproductionRun.objects.exists()
+    cases = list(case_queryset().order_by("key"))
+    for size in (1, 2, len(cases)):
+        built = [
+            d
+            for start in range(0, len(cases), size)
+            for d in case_documents(cases[start : start + size])
+        ]
+        assert built == [case_document(case) for case in cases]
 
 
 def test_batch_contexts_are_the_per_document_contexts(seeded, seed_bundle, reviewer):

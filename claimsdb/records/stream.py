@@ -14,15 +14,10 @@ from django.db import connections
 from django.db.models import F, Model, QuerySet
 from django.db.models.functions import Collate
 
-from claimsdb.models import AssessmentMethod, ScopeRule, Source
+from claimsdb.models import AssessmentMethod, Case, ScopeRule, Source
 
-from .documents import (
-    case_document,
-    case_queryset,
-    method_document,
-    rule_document,
-    source_document,
-)
+from .batched import CASE_FIELDS, case_documents
+from .documents import method_document, rule_document, source_document
 
 BATCH_SIZE = 500
 
@@ -111,14 +106,13 @@ def keyset_batches(
 def document_batches(kind: str, *, batch_size: int = BATCH_SIZE) -> Iterator[list[dict[str, Any]]]:
     """The live documents of every record of ``kind``, by key, a batch at a time.
 
-    A batch of cases is a fixed number of queries (the case row and one per prefetched
-    relation, see ``case_queryset``), whatever the batch's records hold.
+    A batch of cases is a fixed number of queries (the case rows and one per relation,
+    see ``case_documents``), whatever the batch's records hold.
     """
     if kind == "case":
-        for cases in keyset_batches(case_queryset(), batch_size=batch_size):
-            documents = [case_document(case) for case in cases]
-            forget_prefetched(cases)
-            yield documents
+        cases = Case.objects.only(*CASE_FIELDS)
+        for batch in keyset_batches(cases, batch_size=batch_size):
+            yield case_documents(batch)
         return
     model, to_document = {
         "method": (AssessmentMethod, method_document),
@@ -129,29 +123,12 @@ def document_batches(kind: str, *, batch_size: int = BATCH_SIZE) -> Iterator[lis
         yield [to_document(record) for record in records]
 
 
-def forget_prefetched(instances: Iterable[Model]) -> None:
-    """Drop what prefetching attached to ``instances``, all the way down.
-
-    A prefetched child points back at its parent (``claim.case``) while the parent lists
-    its children: a reference cycle, which only the cyclic garbage collector frees, and it
-    runs ever more rarely as a process grows. Cutting the parent's side lets each batch be
-    freed as soon as the next one replaces it, so memory stays at one batch.
-    """
-    for instance in instances:
-        cache = getattr(instance, "_prefetched_objects_cache", None)
-        if not cache:
-            continue
-        for related in cache.values():
-            forget_prefetched(related)
-        cache.clear()
-
-
 def record_count(kind: str) -> int:
     model = {
         "method": AssessmentMethod,
         "source": Source,
         "rule": ScopeRule,
-        "case": case_queryset().model,
+        "case": Case,
     }[kind]
     return model.objects.count()
 
