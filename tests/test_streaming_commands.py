@@ -7,10 +7,12 @@ from __future__ import annotations
 import copy
 import io
 import json
+import threading
 import tracemalloc
 from collections.abc import Callable
 
 import pytest
+from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
@@ -23,7 +25,7 @@ from claimsdb.integrity import (
     rule_check_contexts,
     verify_history,
 )
-from claimsdb.management.commands._common import ProgressLine
+from claimsdb.management.commands._common import ProgressLine, one_snapshot
 from claimsdb.models import (
     Attribution,
     Case,
@@ -45,9 +47,10 @@ from claimsdb.records import stream as record_stream
 from claimsdb.records.batched import case_documents
 from claimsdb.rules.context import DocumentContext, case_context
 from claimsdb.services import bundle_load
+from claimsdb.services.permissions import ROLES
 from claimsdb.services.releases import release_publish
 
-from .conftest import ROOT, SEED_PATH, case_doc
+from .conftest import ROOT, SEED_PATH, case_doc, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -252,7 +255,7 @@ def commands(tmp_path) -> dict[str, Callable[[], object]]:
 
 
 def test_memory_follows_the_batch_size_not_the_records(seeded, seed_bundle, reviewer, tmp_path):
-    small, large = 30, 120
+    small, large = 20, 80
     add_cases(reviewer, seed_bundle, 1, small)
     release_publish(user=reviewer, notes="small")
     for command in commands(tmp_path).values():
@@ -379,3 +382,39 @@ def test_the_release_download_is_the_release_export_streamed(seeded, reviewer, t
     assert json.loads(b"".join(response.streaming_content)) == json.loads(
         SEED_PATH.read_text(encoding="utf-8")
     )
+
+
+# --- one snapshot (PostgreSQL) ---------------------------------------------------------------
+
+
+@pytest.fixture
+def roles_kept(django_db_setup, django_db_blocker):
+    """Puts the role groups back after a transactional test's flush, for the tests after."""
+    yield
+    with django_db_blocker.unblock():
+        for role in ROLES:
+            Group.objects.get_or_create(name=role)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite reads batch by batch")
+def test_a_write_made_while_a_command_reads_is_not_seen(
+    roles_kept, transactional_db, seed_bundle, tmp_path
+):
+    bundle_load(user=make_user("reviewer", "reviewer"), bundle=seed_bundle, summary="Seed")
+
+    def write_elsewhere() -> None:
+        Case.objects.filter(key="CP22-003").update(title="Changed while reading")
+        connection.close()
+
+    with one_snapshot():
+        title = Case.objects.get(key="CP22-003").title
+        writer = threading.Thread(target=write_elsewhere)
+        writer.start()
+        writer.join()
+        assert Case.objects.get(key="CP22-003").title == title
+    assert Case.objects.get(key="CP22-003").title == "Changed while reading"
+    # and the commands run in such a snapshot outside the tests' transaction
+    call_command("export_records", out=str(tmp_path / "x.json"), stderr=io.StringIO())
+    assert "Changed while reading" in (tmp_path / "x.json").read_text(encoding="utf-8")
+    with pytest.raises(CommandError):
+        call_command("verify_history", stdout=io.StringIO(), stderr=io.StringIO())

@@ -66,14 +66,15 @@ def one_snapshot() -> Iterator[None]:
     On PostgreSQL a read-only REPEATABLE READ transaction: every batch sees the database as
     the first one did, so a write made while a command runs cannot tear its reading (a
     record half old, half new, or a revision without its record). Writers are not blocked.
+    SQLite transactions here begin IMMEDIATE, taking the write lock: holding one for a long
+    read would stop every writer, so there each batch reads the database as it is then.
     """
-    if connection.in_atomic_block:  # already inside a transaction: it decides
-        yield
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        yield  # (inside a transaction already, that transaction decides)
         return
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         yield
 
 
