@@ -2,41 +2,106 @@
 
 from __future__ import annotations
 
-from claimsdb.models import Case, Figure, LedgerHead, Revision
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
+
+from claimsdb.models import (
+    AssessmentMethod,
+    Case,
+    Claim,
+    ClaimIdReservation,
+    Figure,
+    LedgerHead,
+    Revision,
+    ScopeRule,
+    Source,
+)
 from claimsdb.records import (
     RuleViolation,
-    bundle_document,
     dumps_compact,
     sha256_text,
 )
+from claimsdb.records.stream import (
+    BATCH_SIZE,
+    NO_PROGRESS,
+    Progress,
+    document_batches,
+    in_key_order,
+    keyset_batches,
+    record_count,
+    reported_batches,
+)
 from claimsdb.rules import ScopeState, run_field_rules, run_scope_rules
-from claimsdb.rules.context import DocumentContext, case_context
+from claimsdb.rules.context import DocumentContext
 from claimsdb.services.ledger import GENESIS_HASH, chain_hash
 
+LIVE_MODELS = {"case": Case, "method": AssessmentMethod, "rule": ScopeRule, "source": Source}
 
-def verify_history() -> list[str]:
+
+def verify_history(*, batch_size: int = BATCH_SIZE, progress: Progress = NO_PROGRESS) -> list[str]:
     """Recompute the chain and compare live records with their latest snapshots.
 
     Returns one sentence per problem (empty when the history verifies).
     """
-    problems: list[str] = []
+    return list(history_problems(batch_size=batch_size, progress=progress))
+
+
+def history_problems(
+    *, batch_size: int = BATCH_SIZE, progress: Progress = NO_PROGRESS
+) -> Iterator[str]:
+    """The problems of ``verify_history`` as they are found.
+
+    Three passes, each in batches of ``batch_size`` (memory follows it, not the number of
+    revisions or records): the revisions in number order, recomputing the chain; every
+    live record against its latest revision; the record keys of the ledger that have no
+    live record. Nothing per record is kept between batches.
+    """
+    yield from _chain_problems(batch_size, progress)
+    for kind in sorted(LIVE_MODELS):
+        yield from _live_record_problems(kind, batch_size, progress)
+    for kind in sorted(LIVE_MODELS):
+        yield from _deleted_record_problems(kind)
+
+
+# What a chain check reads of each revision (everything but the id).
+CHAIN_FIELDS = (
+    "number",
+    "record_kind",
+    "record_key",
+    "action",
+    "material",
+    "summary",
+    "author_id",
+    "created_at",
+    "snapshot",
+    "snapshot_sha256",
+    "previous_hash",
+    "chain_hash",
+)
+
+
+def _chain_problems(batch_size: int, progress: Progress) -> Iterator[str]:
     expected_number = 1
     previous_hash = GENESIS_HASH
-    latest: dict[tuple[str, str], Revision] = {}
-    for revision in Revision.objects.order_by("number").iterator(chunk_size=500):
+    revisions = Revision.objects.only(*CHAIN_FIELDS)
+    for revision in _batches(
+        "revisions", Revision.objects.count, revisions, "number", batch_size, progress
+    ):
         if revision.number != expected_number:
-            problems.append(
+            yield (
                 f"revision {expected_number}"
                 + (f"–{revision.number - 1}" if revision.number - 1 > expected_number else "")
                 + f" missing: the ledger jumps to revision {revision.number}"
             )
         if revision.previous_hash != previous_hash:
-            problems.append(
+            yield (
                 f"revision {revision.number}: its previous hash does not match revision "
                 f"{revision.number - 1}'s chain hash"
             )
         if sha256_text(revision.snapshot) != revision.snapshot_sha256:
-            problems.append(
+            yield (
                 f"revision {revision.number}: the snapshot does not match its SHA-256 "
                 "(the snapshot was edited)"
             )
@@ -53,70 +118,196 @@ def verify_history() -> list[str]:
             snapshot_sha256=revision.snapshot_sha256,
         )
         if recomputed != revision.chain_hash:
-            problems.append(
+            yield (
                 f"revision {revision.number}: the chain hash does not match its contents "
                 "(metadata or snapshot hash was edited)"
             )
         previous_hash = revision.chain_hash
         expected_number = revision.number + 1
-        latest[(revision.record_kind, revision.record_key)] = revision
     head = LedgerHead.objects.filter(pk=1).first()
     if head and head.number != expected_number - 1:
-        problems.append(
+        yield (
             f"the ledger head says revision {head.number}, but the last revision is "
             f"{expected_number - 1}"
         )
     if head and head.number and head.chain_hash != previous_hash:
-        problems.append("the ledger head's hash does not match the last revision")
-    bundle = bundle_document()
-    live: dict[tuple[str, str], dict] = {}
-    for name, kind in (
-        ("methods", "method"),
-        ("sources", "source"),
-        ("cases", "case"),
-        ("rules", "rule"),
+        yield "the ledger head's hash does not match the last revision"
+
+
+def _live_record_problems(kind: str, batch_size: int, progress: Progress) -> Iterator[str]:
+    """Each live record of ``kind`` against its latest snapshot: one query for a batch's
+    documents (plus a case's prefetches) and one for the batch's latest revisions."""
+    batches = in_key_order(document_batches(kind, batch_size=batch_size))
+    for documents in reported_batches(f"{kind}s", lambda: record_count(kind), batches, progress):
+        latest = _latest_snapshots(kind, [document["key"] for document in documents])
+        for document in documents:
+            found = latest.get(document["key"])
+            if found is None:
+                yield (
+                    f"{kind} {document['key']}: exists but has no revision (written behind "
+                    "the ledger)"
+                )
+            elif dumps_compact(document) != found[1]:
+                yield (
+                    f"{kind} {document['key']}: the live record differs from its latest "
+                    f"snapshot (revision {found[0]}): changed behind the service layer"
+                )
+
+
+def _latest_snapshots(kind: str, keys: list[str]) -> dict[str, tuple[int, str]]:
+    """``{key: (number, snapshot)}`` of the latest revision of each record. One query,
+    each record's latest number found through the (kind, key, number) index."""
+    latest_number = (
+        Revision.objects.filter(record_kind=kind, record_key=OuterRef("record_key"))
+        .order_by("-number")
+        .values("number")[:1]
+    )
+    rows = Revision.objects.filter(
+        record_kind=kind, record_key__in=keys, number=Subquery(latest_number)
+    ).values_list("record_key", "number", "snapshot")
+    return {key: (number, snapshot) for key, number, snapshot in rows}
+
+
+def _deleted_record_problems(kind: str) -> Iterator[str]:
+    """Record keys with revisions but no live record: found by the database (an anti-join),
+    so only the problems, never every key, come back."""
+    model = LIVE_MODELS[kind]
+    orphans = (
+        Revision.objects.filter(record_kind=kind)
+        .filter(~Exists(model.objects.filter(key=OuterRef("record_key"))))
+        .order_by("record_key")
+        .values_list("record_key", flat=True)
+        .distinct()
+    )
+    for key in orphans.iterator(chunk_size=BATCH_SIZE):
+        yield f"{kind} {key}: has revisions but no live record (deleted behind the ledger)"
+
+
+def _batches(
+    label: str,
+    total: Callable[[], int],
+    queryset: QuerySet,
+    field: str,
+    batch_size: int,
+    progress: Progress,
+) -> Iterator[Any]:
+    """The rows of ``queryset`` one by one, read in keyset batches on ``field``."""
+    for batch in reported_batches(
+        label, total, keyset_batches(queryset, field=field, batch_size=batch_size), progress
     ):
-        for document in bundle[name]:
-            live[(kind, document["key"])] = document
-    for (kind, key), document in sorted(live.items()):
-        revision = latest.get((kind, key))
-        if revision is None:
-            problems.append(f"{kind} {key}: exists but has no revision (written behind the ledger)")
-        elif dumps_compact(document) != revision.snapshot:
-            problems.append(
-                f"{kind} {key}: the live record differs from its latest snapshot (revision "
-                f"{revision.number}): changed behind the service layer"
-            )
-    for kind, key in sorted(set(latest) - set(live)):
-        problems.append(
-            f"{kind} {key}: has revisions but no live record (deleted behind the ledger)"
-        )
-    return problems
+        yield from batch
 
 
-def check_rules() -> list[RuleViolation]:
+def check_rules(
+    *, batch_size: int = BATCH_SIZE, progress: Progress = NO_PROGRESS
+) -> list[RuleViolation]:
     """Every rule over every record: data that predates a rule or was written behind the
     service layer. Each violation names its record."""
-    violations: list[RuleViolation] = []
-    bundle = bundle_document()
-    for document in bundle["cases"]:
-        context = case_context(document, action="check", current_runs=None)
-        context.live_claims.update({c["id"]: document["key"] for c in document["claims"]})
-        for violation in run_field_rules("case", document, context):
-            violations.append(_in_record(violation, f"case {document['key']}"))
-    for document in bundle["rules"]:
-        context = DocumentContext(kind="rule", key=document["key"], exists=True, action="check")
+    return list(rule_violations(batch_size=batch_size, progress=progress))
 
-        context.figures = dict(Figure.objects.values_list("figure_id", "case__key"))
-        context.cases = set(Case.objects.values_list("key", flat=True))
-        for violation in run_field_rules("rule", document, context):
-            violations.append(_in_record(violation, f"rule {document['key']}"))
-    violations.extend(run_scope_rules(ScopeState.load(None)))
-    return violations
+
+def rule_violations(
+    *, batch_size: int = BATCH_SIZE, progress: Progress = NO_PROGRESS
+) -> Iterator[RuleViolation]:
+    """The violations of ``check_rules`` as they are found: the field rules of every case
+    and every scope rule, a batch of documents at a time (a fixed number of queries per
+    batch), then the scope rules over the knowledge base's scope facts (figures,
+    attributions, relations, rules and graded assessments: not the documents)."""
+    cases = in_key_order(document_batches("case", batch_size=batch_size))
+    for documents in reported_batches("cases", lambda: record_count("case"), cases, progress):
+        for document, context in zip(documents, case_check_contexts(documents), strict=True):
+            for violation in run_field_rules("case", document, context):
+                yield _in_record(violation, f"case {document['key']}")
+    rules = in_key_order(document_batches("rule", batch_size=batch_size))
+    for documents in reported_batches("rules", lambda: record_count("rule"), rules, progress):
+        for document, context in zip(documents, rule_check_contexts(documents), strict=True):
+            for violation in run_field_rules("rule", document, context):
+                yield _in_record(violation, f"rule {document['key']}")
+    yield from run_scope_rules(ScopeState.load(None))
+
+
+def case_check_contexts(documents: list[dict[str, Any]]) -> list[DocumentContext]:
+    """What ``case_context`` looks up for each document checked in place (action "check",
+    nothing being replaced), for a whole batch at once: one query per kind of lookup over
+    the union of the batch's references, then each document gets its own share."""
+    refs = [_case_refs(document) for document in documents]
+    every = {name: set().union(*(r[name] for r in refs)) for name in _CASE_REF_NAMES}
+    sources = set(Source.objects.filter(key__in=every["sources"]).values_list("key", flat=True))
+    methods = {m.key: m for m in AssessmentMethod.objects.filter(key__in=every["methods"])}
+    cases = set(Case.objects.filter(key__in=every["cases"]).values_list("key", flat=True))
+    reserved = dict(
+        ClaimIdReservation.objects.filter(claim_id__in=every["claims"]).values_list(
+            "claim_id", "case_key"
+        )
+    )
+    live = dict(
+        Claim.objects.filter(claim_id__in=every["claims"] | every["figure_claims"]).values_list(
+            "claim_id", "case__key"
+        )
+    )
+    figures = dict(
+        Figure.objects.filter(figure_id__in=every["figures"]).values_list("figure_id", "case__key")
+    )
+    contexts = []
+    for document, ref in zip(documents, refs, strict=True):
+        context = DocumentContext(
+            kind="case", key=document["key"], exists=False, action="check", current_runs=None
+        )
+        context.sources = sources & ref["sources"]
+        context.methods = {key: methods[key] for key in ref["methods"] if key in methods}
+        context.cases = cases & ref["cases"]
+        context.reserved_claims = _share(reserved, ref["claims"])
+        context.live_claims = _share(live, ref["claims"] | ref["figure_claims"])
+        context.figures = _share(figures, ref["figures"])
+        # the document's own claims are live: it is checked where it stands
+        context.live_claims.update({claim_id: document["key"] for claim_id in ref["claims"]})
+        contexts.append(context)
+    return contexts
+
+
+_CASE_REF_NAMES = ("sources", "methods", "cases", "claims", "figure_claims", "figures")
+
+
+def _case_refs(document: dict[str, Any]) -> dict[str, set[str]]:
+    """The keys a case document refers to, as ``case_context`` gathers them."""
+    return {
+        "sources": {e["source"] for c in document["claims"] for e in c["evidence"]}
+        | {s for a in document["assessments"] for s in a["evidence_basis"]["sources"]},
+        "methods": {a["method"] for a in document["assessments"]},
+        "cases": {r["case"] for r in document["relations"]},
+        "claims": {c["id"] for c in document["claims"]},
+        "figure_claims": {c for f in document["figures"] for c in f["claims"]},
+        "figures": {a["figure"] for a in document["attributions"]}
+        | {f["id"] for f in document["figures"]},
+    }
+
+
+def _share(found: dict[str, str], keys: set[str]) -> dict[str, str]:
+    return {key: found[key] for key in keys if key in found}
+
+
+def rule_check_contexts(documents: list[dict[str, Any]]) -> list[DocumentContext]:
+    """For each scope rule, whether the figure and the case it names exist: two queries
+    for the batch."""
+    figures = dict(
+        Figure.objects.filter(figure_id__in={d["figure"] for d in documents}).values_list(
+            "figure_id", "case__key"
+        )
+    )
+    cases = set(
+        Case.objects.filter(key__in={d["case"] for d in documents}).values_list("key", flat=True)
+    )
+    contexts = []
+    for document in documents:
+        context = DocumentContext(kind="rule", key=document["key"], exists=True, action="check")
+        context.figures = _share(figures, {document["figure"]})
+        context.cases = cases & {document["case"]}
+        contexts.append(context)
+    return contexts
 
 
 def _in_record(violation: RuleViolation, record: str) -> RuleViolation:
     return RuleViolation(violation.code, violation.message, violation.path, record)
 
 
-__all__ = ["check_rules", "verify_history"]
+__all__ = ["check_rules", "history_problems", "rule_violations", "verify_history"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
@@ -23,6 +24,15 @@ from claimsdb import selectors
 from claimsdb.models import Release, ReleaseChange, ReleaseEntry, Revision
 from claimsdb.records import record_document
 from claimsdb.records.schema import BUNDLE_FORMAT
+from claimsdb.records.stream import (
+    BATCH_SIZE,
+    BUNDLE_KINDS,
+    NO_PROGRESS,
+    Progress,
+    in_key_order,
+    keyset_batches,
+    reported_documents,
+)
 from claimsdb.services.permissions import has_role
 
 # The path segment of each kind's pages: /cases/<key>/, /sources/<key>/…
@@ -119,20 +129,42 @@ def revision_titles(revision_ids: list[int]) -> dict[int, str]:
 
 
 def release_bundle(release: Release) -> dict[str, Any]:
-    """A release as a ``claimsdb.bundle/1``: every entry's snapshot (withdrawn ones too),
-    lists sorted by key. Built from the ledger alone, so it never changes."""
-    bundle: dict[str, Any] = {"format": BUNDLE_FORMAT}
-    bundle.update({name: [] for name in BUNDLE_LISTS.values()})
-    rows = (
-        ReleaseEntry.objects.filter(release=release)
-        .order_by("record_kind", "record_key")
-        .values_list("record_kind", "record_key", "revision__snapshot")
+    """A release as a ``claimsdb.bundle/1`` held in memory (see ``release_bundle_lists``
+    to stream it instead)."""
+    return {
+        name: value if isinstance(value, str) else list(value)
+        for name, value in release_bundle_lists(release).items()
+    }
+
+
+def release_bundle_lists(
+    release: Release, *, batch_size: int = BATCH_SIZE, progress: Progress = NO_PROGRESS
+) -> dict[str, Any]:
+    """A release as a ``claimsdb.bundle/1`` whose lists are lazy streams: every entry's
+    snapshot (withdrawn ones too), by key, read from the ledger ``batch_size`` entries at a
+    time (one query each), so it never changes and never sits whole in memory."""
+    lists: dict[str, Any] = {"format": BUNDLE_FORMAT}
+    entries = ReleaseEntry.objects.filter(release=release)
+    for name, kind in BUNDLE_KINDS.items():
+        lists[name] = reported_documents(
+            name,
+            lambda kind=kind: entries.filter(record_kind=kind).count(),
+            in_key_order(_release_document_batches(release, kind, batch_size)),
+            progress,
+        )
+    return lists
+
+
+def _release_document_batches(
+    release: Release, kind: str, batch_size: int
+) -> Iterator[list[dict[str, Any]]]:
+    entries = (
+        ReleaseEntry.objects.filter(release=release, record_kind=kind)
+        .select_related("revision")
+        .only("record_key", "revision__snapshot")
     )
-    for kind, _key, snapshot in rows:
-        bundle[BUNDLE_LISTS[kind]].append(json.loads(snapshot))
-    for name in BUNDLE_LISTS.values():
-        bundle[name].sort(key=lambda document: document["key"])
-    return bundle
+    for batch in keyset_batches(entries, field="record_key", batch_size=batch_size):
+        yield [json.loads(entry.revision.snapshot) for entry in batch]
 
 
 # --- what the public sees ----------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.http import HttpResponse, HttpResponseNotModified
+from django.http import HttpResponse, HttpResponseNotModified, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -24,7 +24,8 @@ from rest_framework.views import APIView
 
 from claimsdb import public
 from claimsdb.models import Release, ReleaseChange
-from claimsdb.records import RuleViolation, dumps_pretty
+from claimsdb.records import RuleViolation, iter_pretty_bundle
+from claimsdb.records.stream import utf8_chunks
 from claimsdb.services.permissions import has_role
 from claimsdb.services.releases import release_publish
 
@@ -265,8 +266,11 @@ class ReleaseBundleView(ReleaseBase):
         if etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:
             response = HttpResponseNotModified()
         else:
-            text = dumps_pretty(public.release_bundle(release))
-            response = HttpResponse(text, content_type="application/json; charset=utf-8")
+            # Streamed from the ledger in batches: a large release never sits in memory.
+            response = StreamingHttpResponse(
+                utf8_chunks(iter_pretty_bundle(public.release_bundle_lists(release))),
+                content_type="application/json; charset=utf-8",
+            )
         for name, value in headers.items():
             response[name] = value
         return response

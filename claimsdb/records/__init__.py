@@ -1,6 +1,6 @@
 """The canonical record documents of record-format.md."""
 
-from .canonical import dumps_compact, dumps_pretty, sha256_text
+from .canonical import dumps_compact, dumps_pretty, iter_pretty_bundle, sha256_text
 from .diff import Change, diff
 from .documents import (
     bundle_document,
@@ -37,6 +37,7 @@ __all__ = [
     "diff",
     "dumps_compact",
     "dumps_pretty",
+    "iter_pretty_bundle",
     "loads",
     "method_document",
     "parse_bundle",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 
@@ -28,3 +29,30 @@ def json_number(value: float | int) -> float | int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+def iter_pretty_bundle(fields: Mapping[str, Any]) -> Iterator[str]:
+    """``dumps_pretty`` of a bundle, in pieces, reading each list as it goes.
+
+    ``fields`` maps each top-level name to a JSON value or to an iterable of documents
+    (a list read lazily). The pieces join to exactly what ``dumps_pretty`` makes of the
+    same bundle with its lists materialised, so an export streams yet stays byte-stable.
+    """
+    yield "{"
+    for index, name in enumerate(sorted(fields)):
+        value = fields[name]
+        yield ("," if index else "") + "\n  " + _pretty(name) + ": "
+        if isinstance(value, str | int | float | bool | dict) or value is None:
+            yield _pretty(value).replace("\n", "\n  ")
+            continue
+        empty = True
+        for document in value:
+            # An item sits two levels deep: indent every line of its own form by four.
+            yield ("[" if empty else ",") + "\n    " + _pretty(document).replace("\n", "\n    ")
+            empty = False
+        yield "[]" if empty else "\n  ]"
+    yield "\n}\n"
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)

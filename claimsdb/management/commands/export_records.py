@@ -1,18 +1,26 @@
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from claimsdb.public import release_bundle, release_get
-from claimsdb.records import bundle_document, dumps_pretty
+from claimsdb.public import release_bundle_lists, release_get
+from claimsdb.records import iter_pretty_bundle
+from claimsdb.records.schema import BUNDLE_FORMAT
+from claimsdb.records.stream import live_bundle_lists
+
+from ._common import add_streaming_arguments, batch_size, one_snapshot, progress_for
 
 
 class Command(BaseCommand):
     help = (
         "Export the whole knowledge base (the working state), or with --release N what release "
-        "N published, as one claimsdb.bundle/1 (byte-stable)."
+        "N published, as one claimsdb.bundle/1 (byte-stable). Records are read and written "
+        "in batches: memory follows --batch-size, not the size of the knowledge base."
     )
 
     def add_arguments(self, parser):
@@ -23,18 +31,41 @@ class Command(BaseCommand):
             metavar="N",
             help="export release N from its entries' snapshots (withdrawn records included)",
         )
+        add_streaming_arguments(parser)
 
     def handle(self, *args, **options):
-        if options["release"] is not None:
-            release = release_get(options["release"])
-            if release is None:
-                raise CommandError(f"there is no release {options['release']}")
-            text = dumps_pretty(release_bundle(release))
-        else:
-            text = dumps_pretty(bundle_document())
-        if options["out"]:
-            Path(options["out"]).write_bytes(text.encode("utf-8"))
-            self.stderr.write(f"wrote {options['out']}")
-        else:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+        size = batch_size(options)
+        progress = progress_for(self.stderr, options)
+        with one_snapshot():
+            if options["release"] is not None:
+                release = release_get(options["release"])
+                if release is None:
+                    raise CommandError(f"there is no release {options['release']}")
+                lists = release_bundle_lists(release, batch_size=size, progress=progress)
+            else:
+                lists = {
+                    "format": BUNDLE_FORMAT,
+                    **live_bundle_lists(batch_size=size, progress=progress),
+                }
+            pieces = iter_pretty_bundle(lists)
+            if options["out"]:
+                write_file(Path(options["out"]), pieces)
+                self.stderr.write(f"wrote {options['out']}")
+            else:
+                for piece in pieces:
+                    sys.stdout.write(piece)
+                sys.stdout.flush()
+
+
+def write_file(path: Path, pieces: Iterable[str]) -> None:
+    """Write ``pieces`` to ``path`` through a temporary file beside it, renamed into place
+    at the end: a failed export leaves the previous file (or none), never half a bundle."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            for piece in pieces:
+                out.write(piece)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
 from django.core.management.base import (
@@ -22,7 +21,7 @@ from django.core.management.base import (
 
 from claimsdb.importers.repro_results import Report, ResultsImporter
 
-from ._common import acting_user
+from ._common import TerminalLine, acting_user
 
 
 class Command(BaseCommand):
@@ -140,25 +139,21 @@ def format_problems(reports: list[Report]) -> str:
 
 
 class ProgressBar:
-    """A plain-text progress bar on one terminal line, redrawn at most 10 times a second."""
+    """A plain-text progress bar of bytes read, on one terminal line."""
 
     WIDTH = 30
 
     def __init__(self, stream: OutputWrapper) -> None:
-        self.stream = stream
+        self.line = TerminalLine(stream)
         self.name = ""
-        self._last = 0.0
-        self._width = 0  # of the text on the line now, to blank it out
 
     def start(self, name: str) -> None:
         self.name = name if len(name) <= 40 else "…" + name[-39:]
-        self._last = 0.0
+        self.line.clear()
 
     def update(self, phase: str, done: int, total: int | None) -> None:
-        now = time.monotonic()
-        if now - self._last < 0.1 and not (total and done >= total):
+        if not self.line.due(final=bool(total and done >= total)):
             return
-        self._last = now
         if total:
             fraction = min(1.0, done / total)
             filled = int(fraction * self.WIDTH)
@@ -169,18 +164,10 @@ class ProgressBar:
             )
         else:
             text = f"{self.name} {phase:<8} {_size(done)}"
-        self._write("\r" + text.ljust(self._width))
-        self._width = len(text)
+        self.line.show(text)
 
     def finish(self) -> None:
-        if self._width:
-            self._write("\r" + " " * self._width + "\r")
-        self._width = 0
-
-    def _write(self, text: str) -> None:
-        # as is: no newline, and no error colour on a terminal
-        self.stream.write(text, style_func=lambda message: message, ending="")
-        self.stream.flush()
+        self.line.clear()
 
 
 def _size(count: int) -> str:
