@@ -22,7 +22,6 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins
 from rest_framework import serializers as drf_serializers
-from rest_framework.filters import OrderingFilter
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -37,8 +36,9 @@ from . import filters, openapi
 from .common import (
     DocumentJSONParser,
     NoFormSerializer,
-    Pagination,
     RefuseNul,
+    RevisionFeedPagination,
+    StableOrderingFilter,
     etag_headers,
     guarded_write,
     int_param,
@@ -72,15 +72,17 @@ def revision_detail(revision: Revision) -> dict[str, Any]:
 
 
 class RevisionListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
-    """The global ledger, oldest first; ``?since=n`` for what came after revision n."""
+    """The global ledger, oldest first, in keyset pages (``?cursor=`` from the ``next`` and
+    ``previous`` links); ``?since=n`` for what came after revision n."""
 
     permission_classes = [PublicReads]
     serializer_class = NoFormSerializer
-    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    filter_backends = [DjangoFilterBackend, StableOrderingFilter]
     filterset_class = filters.RevisionFilter
-    pagination_class = Pagination
+    pagination_class = RevisionFeedPagination
     ordering_fields = ["number"]
     ordering = ["number"]
+    ordering_unique = "number"
 
     def get_queryset(self):
         return visible_revisions(getattr(self.request, "user", None))
@@ -89,9 +91,12 @@ class RevisionListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
         operation_id="revisions_list",
         summary="List revisions",
         description="The global revision log, in ascending order (`ordering=-number` for "
-        "newest first), without snapshots. To sync, pass `since` = the last number you hold "
-        "and follow `next`. Anyone may read it: users with a role see every revision, "
-        "everyone else only the revisions a release points at.",
+        "newest first), without snapshots, in keyset pages: follow `next` (a `cursor`). In "
+        "ascending order `next` is never null: at the head it returns an empty page, and the "
+        "new revisions once some are written, so a tool polls it for ever. To start after a "
+        "number you hold, pass `since`. Anyone may read it: users with a role see every "
+        "revision, everyone else only the revisions a release points at. See "
+        "docs/pagination.md.",
         tags=["revisions"],
         auth=openapi.PUBLIC_READ,
         responses={
@@ -117,8 +122,9 @@ class CaseRevisionsView(RevisionListView):
         operation_id="cases_revisions_list",
         summary="List a case's revisions",
         description="The case's history, in ascending order (`ordering=-number` for newest "
-        "first), without snapshots (read one with `/revisions/<n>/`). Without a role: the "
-        "revisions of the case a release points at (404 for a case never released).",
+        "first), without snapshots (read one with `/revisions/<n>/`), in keyset pages as "
+        "`/revisions/` (follow `next`). Without a role: the revisions of the case a release "
+        "points at (404 for a case never released).",
         tags=["revisions"],
         auth=openapi.PUBLIC_READ,
         parameters=[openapi.key_parameter("case")],
