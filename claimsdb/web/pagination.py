@@ -64,15 +64,15 @@ def paginate(
     *,
     noun: str,
     plural: str | None = None,
-    per_page: int = PAGE_SIZE,
+    per_page: int | None = None,
     parameter: str = PAGE_PARAMETER,
 ) -> ListPage:
     """The page of ``items`` the request asks for (``?page=``), in the order given.
 
     ``items`` must already be in a stable order (a unique key last). One count and one
-    slice: two queries for a queryset, whatever its length.
+    slice: two queries for a queryset, whatever its length. ``per_page``: ``PAGE_SIZE``.
     """
-    page = Paginator(items, per_page).get_page(request.GET.get(parameter))
+    page = Paginator(items, per_page or PAGE_SIZE).get_page(request.GET.get(parameter))
     count = page.paginator.count
     last = page.paginator.num_pages
     return ListPage(

@@ -24,7 +24,6 @@ from claimsdb.services.releases import release_plan, release_publish
 
 from .pagination import paginate
 
-RELEASES_PER_PAGE = 50
 FEED_SIZE = 50
 CITATION_FORMATS = {
     "bib": ("application/x-bibtex; charset=utf-8", citation.bibtex),
@@ -38,9 +37,7 @@ def release_path(number: int) -> str:
 
 def release_list(request: HttpRequest) -> HttpResponse:
     """Every release, newest first: number, date, notes, counts by change."""
-    pages = paginate(
-        request, Release.objects.order_by("-number"), noun="release", per_page=RELEASES_PER_PAGE
-    )
+    pages = paginate(request, Release.objects.order_by("-number"), noun="release")
     # the counts of the page's releases only: counting every release's entries to cut a
     # page would read the whole release history
     counted = public.release_list().filter(number__in=[r.number for r in pages.items])
