@@ -120,11 +120,14 @@ class Cursor:
     @classmethod
     def parse(cls, token: str) -> Cursor:
         try:
-            text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode("ascii")
+            padded = token + "=" * (-len(token) % 4)
+            text = base64.b64decode(padded, altchars=b"-_", validate=True).decode("ascii")
         except (binascii.Error, UnicodeDecodeError, ValueError):
             text = ""
         match = CURSOR_TEXT.fullmatch(text)
-        if match is None or int(match.group(2)) > MAX_NUMBER:
+        cursor = cls(match.group(1), int(match.group(2))) if match else None
+        # only the tokens the links hand out: one spelling of each place
+        if cursor is None or cursor.number > MAX_NUMBER or cursor.token() != token:
             raise ValidationError(
                 {
                     "cursor": "not a cursor of this feed: follow the `next` and `previous` "
@@ -132,7 +135,7 @@ class Cursor:
                 },
                 code=CURSOR_INVALID,
             )
-        return cls(match.group(1), int(match.group(2)))
+        return cursor
 
 
 def _clamp(number: int) -> int:
