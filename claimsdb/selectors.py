@@ -485,3 +485,18 @@ def with_previous_revisions(release: Any, entries: list[Any]) -> list[Any]:
     for entry in entries:
         entry.previous_revision = previous.get((entry.record_kind, entry.record_key))
     return entries
+
+
+def page_keys(queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """The primary keys of ``queryset``, in its order, to cut a page on.
+
+    A page of rows with costly columns (correlated counts, the latest revision) is cut on
+    their keys first: PostgreSQL works out the selected columns of every row an OFFSET
+    skips, so the costly columns are read for the page's rows only (``rows_in_order``)."""
+    return queryset.prefetch_related(None).values_list("pk", flat=True)
+
+
+def rows_in_order(queryset: QuerySet[Any], keys: list[Any]) -> list[Any]:
+    """The rows of ``queryset`` with these primary keys, in the order of ``keys``."""
+    rows = {row.pk: row for row in queryset.filter(pk__in=list(keys))}
+    return [rows[key] for key in keys if key in rows]

@@ -177,6 +177,14 @@ def test_since_and_filters_work_with_the_cursor(seeded, viewer, analyst):
     assert pages[0]["count"] == len(keys_of(pages, "number"))
 
 
+@pytest.mark.parametrize("since", ["", "0", "3", " 4 ", "5.0", "+6", "100000"])
+def test_the_feed_count_is_the_number_of_revisions_matched(seeded, viewer, analyst, since):
+    edit(analyst, "CP22-003", "One more")
+    body = client_for(viewer).get(f"{API}/revisions/", {"since": since}).json()
+    floor = int(float(since.strip() or 0))
+    assert body["count"] == len(all_numbers(number__gt=floor))
+
+
 def test_a_case_revisions_feed_pages_and_polls(seeded, viewer, analyst):
     client = client_for(viewer)
     for n in range(4):

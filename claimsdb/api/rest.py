@@ -171,7 +171,8 @@ class RevisionFeedPagination(BasePagination):
         self.cursor = None if raw in (None, "") else Cursor.parse(raw)
         self.descending = any(term == "-number" for term in queryset.query.order_by)
         size = self.get_page_size(request)
-        self.count = queryset.count()
+        count = getattr(view, "feed_count", None)
+        self.count = count(queryset) if count else queryset.count()
         later, earlier = ("number__gt", "number__lt")
         if self.descending:
             later, earlier = earlier, later

@@ -32,7 +32,7 @@ from claimsdb.records import (
     RuleViolations,
     StaleRevision,
 )
-from claimsdb.selectors import latest_revision_number
+from claimsdb.selectors import latest_revision_number, page_keys, rows_in_order
 from claimsdb.services import (
     claim_add,
     claim_update,
@@ -112,10 +112,12 @@ class RecordListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
     def get(self, request: Request) -> Response:
         records = visible_records(request.user, self.kind)
         if isinstance(records, list):  # the released record: documents, filtered as such
-            records = filters.filter_released(self, request, records)
+            page = self.paginate_queryset(filters.filter_released(self, request, records))
         else:
+            # cut the page on primary keys, then build only its rows' documents
             records = self.filter_queryset(records)
-        page = self.paginate_queryset(records)
+            keys = self.paginate_queryset(page_keys(records))
+            page = rows_in_order(records, keys)
         items = [
             {"key": row.key, "revision": row.revision, "document": document_of(self.kind, row)}
             for row in page

@@ -12,11 +12,15 @@ its page number: a link kept from a longer list still lands on its end.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
 from django.http import HttpRequest
+
+from claimsdb import selectors
 
 PAGE_SIZE = 50
 PAGE_PARAMETER = "page"
@@ -27,16 +31,13 @@ class ListPage:
     """One page of a list, with what the pagination include shows."""
 
     page: Page
+    items: list[Any]
     count: int
     noun: str  # "case", or "cases" when ``count`` is not one
     first_url: str
     previous_url: str
     next_url: str
     last_url: str
-
-    @property
-    def items(self) -> list[Any]:
-        return list(self.page.object_list)
 
     @property
     def number(self) -> int:
@@ -66,21 +67,36 @@ def paginate(
     plural: str | None = None,
     per_page: int | None = None,
     parameter: str = PAGE_PARAMETER,
+    load: Callable[[list[Any]], list[Any]] | None = None,
 ) -> ListPage:
     """The page of ``items`` the request asks for (``?page=``), in the order given.
 
     ``items`` must already be in a stable order (a unique key last). One count and one
     slice: two queries for a queryset, whatever its length. ``per_page``: ``PAGE_SIZE``.
+    ``load`` turns the page's items into the rows shown (see ``paginate_rows``).
     """
     page = Paginator(items, per_page or PAGE_SIZE).get_page(request.GET.get(parameter))
+    shown = list(page.object_list)
     count = page.paginator.count
     last = page.paginator.num_pages
     return ListPage(
         page=page,
+        items=load(shown) if load else shown,
         count=count,
         noun=noun if count == 1 else (plural or f"{noun}s"),
         first_url=page_url(request, 1, parameter) if page.number > 1 else "",
         previous_url=page_url(request, page.number - 1, parameter) if page.has_previous() else "",
         next_url=page_url(request, page.number + 1, parameter) if page.has_next() else "",
         last_url=page_url(request, last, parameter) if page.number < last else "",
+    )
+
+
+def paginate_rows(request: HttpRequest, queryset: QuerySet[Any], **options: Any) -> ListPage:
+    """``paginate`` for rows with costly columns: the page is cut on primary keys, then only
+    its rows are read (``selectors.page_keys``). One query more, as fixed."""
+    return paginate(
+        request,
+        selectors.page_keys(queryset),
+        load=lambda keys: selectors.rows_in_order(queryset, keys),
+        **options,
     )

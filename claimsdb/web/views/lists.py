@@ -9,7 +9,7 @@ from claimsdb import choices, public, selectors
 from claimsdb.models import AssessmentMethod
 
 from ..access import reads_released, request_has_role
-from ..pagination import paginate
+from ..pagination import paginate, paginate_rows
 from ..presenters import label, method_from_document, parse_date
 
 RECENT_RELEASES = 5
@@ -198,7 +198,7 @@ def case_list(request: HttpRequest) -> HttpResponse:
         rows = _released_case_rows(pages.items, labels)
     else:
         cases = selectors.case_list_filtered(status=status, tag=tag, values=values)
-        pages = paginate(request, cases, noun="case")
+        pages = paginate_rows(request, cases, noun="case")
         rows = _working_case_rows(pages.items, labels)
     return render(
         request,

@@ -18,7 +18,7 @@ from ..forms import (
     RuleForm,
     SourceForm,
 )
-from ..pagination import paginate
+from ..pagination import paginate, paginate_rows
 from ..presenters import label, material_history_rows, number_text, source_view
 
 SOURCE_FIELDS = tuple(SourceForm.base_fields)
@@ -63,7 +63,7 @@ def source_list(request: HttpRequest) -> HttpResponse:
         sources = selectors.source_list()
         if kind:
             sources = sources.filter(kind=kind)
-        pages = paginate(request, sources, noun="source")
+        pages = paginate_rows(request, sources, noun="source")
         fields = ("key", "title", "kind", "publisher", "reliability", "status", "link_count")
         rows = [{name: getattr(s, name) for name in fields} for s in pages.items]
     for row in rows:
