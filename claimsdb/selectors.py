@@ -270,9 +270,9 @@ def case_list_filtered(
     ``values`` filters on the current assessment: ``{dimension key: value key}``; the caller
     checks the keys against the methods' vocabularies.
     """
-    from django.db.models import Count, OuterRef, Prefetch, Subquery
+    from django.db.models import OuterRef, Prefetch, Subquery
 
-    from claimsdb.models import Assessment
+    from claimsdb.models import Assessment, Claim
 
     latest = Revision.objects.filter(record_kind="case", record_key=OuterRef("key")).order_by(
         "-number"
@@ -286,7 +286,9 @@ def case_list_filtered(
             ),
         )
         .annotate(
-            claim_count=Count("claims", distinct=True),
+            # correlated subqueries, worked out for the rows of one page only (a join and
+            # GROUP BY would count the claims of every case before the page is cut)
+            claim_count=count_of(Claim.objects.filter(case=OuterRef("pk")), "case"),
             latest_revision=Subquery(latest.values("number")[:1]),
         )
         .order_by("key")
@@ -363,11 +365,23 @@ def search_knowledge_base(query: str, limit: int = 50) -> dict[str, list[Any]]:
 
 
 def source_list() -> QuerySet[Any]:
-    from django.db.models import Count
+    """Sources by key, each with how many evidence links cite it (``link_count``)."""
+    from django.db.models import OuterRef
 
-    from claimsdb.models import Source
+    from claimsdb.models import EvidenceLink, Source
 
-    return Source.objects.annotate(link_count=Count("links")).order_by("key")
+    links = EvidenceLink.objects.filter(source=OuterRef("pk"))
+    return Source.objects.annotate(link_count=count_of(links, "source")).order_by("key")
+
+
+def count_of(related: QuerySet[Any], group: str) -> Any:
+    """The number of rows of ``related`` (filtered on an ``OuterRef``), as a correlated
+    subquery: computed for the rows a page shows, and left out of the page's count query."""
+    from django.db.models import Count, IntegerField, Subquery, Value
+    from django.db.models.functions import Coalesce
+
+    counted = related.order_by().values(group).annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
 
 
 def claims_citing_source(key: str) -> QuerySet[Any]:
@@ -431,3 +445,58 @@ def suggested_claim_id(case_key: str) -> str:
             suffix = chr(ord("A") + rest) + suffix
         if prefix + suffix not in used:
             return prefix + suffix
+
+
+# --- Pages of a release's entries (docs/pagination.md) ----------------------------------------
+
+
+def release_entry_list(release: Any, *, changed: bool | None = None) -> QuerySet[Any]:
+    """A release's entries in the order of its unique index (record kind, then key), each
+    with its revision's number and no snapshot: the web and API pages of a release slice
+    it. ``changed``: only the new, updated and withdrawn entries (True) or only the
+    unchanged ones (False)."""
+    from claimsdb.models import ReleaseChange, ReleaseEntry
+
+    entries = (
+        ReleaseEntry.objects.filter(release=release)
+        .select_related("revision")
+        .defer("revision__snapshot")
+        .order_by("record_kind", "record_key")
+    )
+    if changed is True:
+        entries = entries.exclude(change=ReleaseChange.UNCHANGED)
+    elif changed is False:
+        entries = entries.filter(change=ReleaseChange.UNCHANGED)
+    return entries
+
+
+def with_previous_revisions(release: Any, entries: list[Any]) -> list[Any]:
+    """Set ``previous_revision`` on a page of ``release_entry_list``: the revision number the
+    release before published for the same record (None if it had none). One query."""
+    from claimsdb.models import ReleaseEntry
+
+    previous = {
+        (kind, key): number
+        for kind, key, number in ReleaseEntry.objects.filter(
+            release__number=release.number - 1,
+            record_key__in={entry.record_key for entry in entries},
+        ).values_list("record_kind", "record_key", "revision__number")
+    }
+    for entry in entries:
+        entry.previous_revision = previous.get((entry.record_kind, entry.record_key))
+    return entries
+
+
+def page_keys(queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """The primary keys of ``queryset``, in its order, to cut a page on.
+
+    A page of rows with costly columns (correlated counts, the latest revision) is cut on
+    their keys first: PostgreSQL works out the selected columns of every row an OFFSET
+    skips, so the costly columns are read for the page's rows only (``rows_in_order``)."""
+    return queryset.prefetch_related(None).values_list("pk", flat=True)
+
+
+def rows_in_order(queryset: QuerySet[Any], keys: list[Any]) -> list[Any]:
+    """The rows of ``queryset`` with these primary keys, in the order of ``keys``."""
+    rows = {row.pk: row for row in queryset.filter(pk__in=list(keys))}
+    return [rows[key] for key in keys if key in rows]

@@ -163,3 +163,60 @@ def test_anonymous_reads_are_flat(seeded, analyst, reviewer, url):
     large = queries(anonymous, url)
     assert large == small
     assert small <= 8
+
+
+# --- pages: every page of a list costs the same, wherever it is and however large the list --
+
+
+def feed_pages(client: APIClient, url: str) -> list[str]:
+    """The URLs of a feed's first page, the next, the previous, and the last (in ascending
+    order, the head, where ``next`` stays)."""
+    first = client.get(url).json()
+    second = client.get(first["next"]).json()
+    urls = [url, first["next"], second["previous"]]
+    page = second
+    while page["results"] and page["next"]:
+        urls.append(page["next"])
+        page = client.get(page["next"]).json()
+    return [urls[0], urls[1], urls[2], urls[-1]]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"{API}/revisions/?page_size=3",
+        f"{API}/revisions/?page_size=3&ordering=-number",
+        f"{API}/revisions/?page_size=3&kind=case&since=2",
+        f"{API}/cases/CP22-003/revisions/?page_size=3",
+    ],
+)
+def test_every_page_of_the_revision_feed_costs_the_same(client, seeded, analyst, url):
+    grow_seed_case(seeded, analyst, claims=2, links=1, edits=6)
+    small = {queries(client, page) for page in feed_pages(client, url)}
+    assert len(small) == 1, small
+    grow_seed_case(seeded, analyst, claims=10, links=2, edits=12)
+    large = {queries(client, page) for page in feed_pages(client, url)}
+    assert large == small
+
+
+def test_release_pages_cost_the_same_at_any_size(client, seeded, analyst, reviewer):
+    release_publish(user=reviewer, notes="Release 1")
+    urls = [
+        f"{API}/releases/?page_size=1",
+        f"{API}/releases/1/?page_size=3",
+        f"{API}/releases/1/?page_size=3&page=2",
+    ]
+    small = [queries(client, url) for url in urls]
+    add_cases(seeded, analyst, 6, claims=2, links=1)
+    release_publish(user=reviewer, notes="Release 2")
+    release_publish_after_edit(seeded, analyst, reviewer)
+    large = [queries(client, url.replace("/1/", "/3/")) for url in urls]
+    assert large == small
+    assert small[1] == small[2]
+
+
+def release_publish_after_edit(seed: dict, user, reviewer) -> None:
+    document = case_doc(seed, "CP22-003")
+    document["summary"] = "Edited for release 3"
+    case_update(user=user, key="CP22-003", document=document, summary="Edit")
+    release_publish(user=reviewer, notes="Release 3")

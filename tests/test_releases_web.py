@@ -97,7 +97,7 @@ def test_release_pages_query_counts_are_flat(released, analyst, reviewer, client
             assert client.get(path).status_code == 200
         return len(queries)
 
-    list_before, detail_before = count("/releases/"), count("/releases/1/")
+    list_before = count("/releases/")
     for index in range(5):
         source_create(
             user=analyst,
@@ -118,7 +118,8 @@ def test_release_pages_query_counts_are_flat(released, analyst, reviewer, client
         )
         release_publish(user=reviewer, notes=f"Release {index + 2}")
     assert count("/releases/") == list_before
-    assert count("/releases/6/") == detail_before
+    # release 2 and release 6 both list changed and unchanged records, 6 more of them
+    assert count("/releases/6/") == count("/releases/2/")
 
 
 def test_the_feed_is_atom_and_links_each_release(released, reviewer, analyst, client):

@@ -138,3 +138,84 @@ def test_public_list_queries_do_not_grow_with_cases(seeded, reviewer, client):
     assert few == many
     assert "MANY-5" in client.get("/cases/").content.decode()
     print(few)
+
+
+def edit(user, key: str, text: str) -> None:
+    document = record_document("case", key)
+    document["summary"] = text
+    record_update(kind="case", key=key, document=document, user=user, summary=text)
+
+
+def dry_run_import(user) -> None:
+    from claimsdb.importers.repro_results import ResultsImporter
+
+    from .repro_examples import VALID_SMALL
+
+    with VALID_SMALL.open("rb") as handle:
+        ResultsImporter(user=user, dry_run=True).import_file(handle, filename="x.json")
+
+
+def grow(user, first: int, cases: int, edits: int) -> int:
+    """More cases, edits of CP22-003, dry-run imports, and a release of them all; returns
+    the release's number."""
+    for n in range(first, first + cases):
+        make_case(user, f"PAGED-{n}", claims=3, links=2)
+        dry_run_import(user)
+    for n in range(edits):
+        edit(user, "CP22-003", f"Edit {first}-{n}")
+    edit(user, f"PAGED-{first}", "Changed for the release")
+    return release_publish(user=user, notes=f"From {first}").number
+
+
+def test_paged_list_queries_are_the_same_on_every_page_and_size(
+    seeded, reviewer, viewer, client, monkeypatch
+):
+    """Every list at a page size smaller than its data: the first and a later page cost the
+    same queries, and keep costing them when the knowledge base grows."""
+    from claimsdb.web import pagination
+
+    monkeypatch.setattr(pagination, "PAGE_SIZE", 2)
+    release_publish(user=reviewer, notes="Seed")
+    small_release = grow(reviewer, 0, cases=3, edits=3)
+    viewer_client = signed_in(viewer)
+    viewer_client.get("/")
+    working = [
+        "/cases/",
+        "/cases/?page=2",
+        "/cases/?tag=rdma&page=2",
+        "/sources/?page=2",
+        "/sources/?kind=upstream_issue&page=2",
+        "/rules/",
+        "/methods/",
+        "/cases/CP22-003/history/",
+        "/cases/CP22-003/history/?page=2",
+        "/releases/",
+        "/releases/1/?page=2",
+        "/imports/",
+        "/imports/?page=2",
+    ]
+    public_pages = [
+        "/cases/",
+        "/cases/?page=2",
+        "/sources/?page=2",
+        "/rules/",
+        "/methods/",
+        "/cases/CP22-003/history/",
+        "/releases/",
+    ]
+
+    def measure() -> dict:
+        counts = {url: count(viewer_client, url) for url in working}
+        counts.update({f"public {url}": count(client, url) for url in public_pages})
+        return counts
+
+    few = measure()
+    few["release"] = count(client, f"/releases/{small_release}/?unchanged_page=2")
+    large_release = grow(reviewer, 3, cases=6, edits=8)
+    many = measure()
+    many["release"] = count(client, f"/releases/{large_release}/?unchanged_page=3")
+    assert few == many
+    # the two pages of one list cost the same
+    assert few["/cases/"] == few["/cases/?page=2"]
+    assert few["/cases/CP22-003/history/"] == few["/cases/CP22-003/history/?page=2"]
+    print(few)

@@ -35,6 +35,8 @@ from .rest import (  # noqa: F401
     DocumentJSONParser,
     MergePatchParser,
     Pagination,
+    RevisionFeedPagination,
+    StableOrderingFilter,
 )
 
 TRUE_VALUES = {"true", "1", "yes", "on"}

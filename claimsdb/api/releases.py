@@ -2,7 +2,7 @@
 
 * ``GET /api/v1/releases/`` — releases, newest first, with counts by change;
 * ``POST /api/v1/releases/`` with ``{"notes": "…"}`` — publish one (reviewers; 201);
-* ``GET /api/v1/releases/<n>/`` — one release and its entries;
+* ``GET /api/v1/releases/<n>/`` — one release and a page of its entries;
 * ``GET /api/v1/releases/<n>/bundle.json`` — the release as a ``claimsdb.bundle/1``, the
   same bytes as ``manage.py export_records --release <n>``, cacheable for ever.
 """
@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claimsdb import public
+from claimsdb import public, selectors
 from claimsdb.models import Release, ReleaseChange
 from claimsdb.records import RuleViolation, iter_pretty_bundle
 from claimsdb.records.stream import utf8_chunks
@@ -67,10 +67,24 @@ ENTRY_SCHEMA: dict[str, Any] = {
         "page": {"type": "string", "format": "uri"},
     },
 }
+PAGE_LINK = {"type": "string", "format": "uri", "nullable": True}
 RELEASE_DETAIL_SCHEMA = {
     "allOf": [
         RELEASE_SCHEMA,
-        {"type": "object", "properties": {"entries": {"type": "array", "items": ENTRY_SCHEMA}}},
+        {
+            "type": "object",
+            "properties": {
+                "entries": {
+                    "type": "array",
+                    "items": ENTRY_SCHEMA,
+                    "description": "one page of the entries (`page`, `page_size`), by kind "
+                    "and key",
+                },
+                "entries_count": {"type": "integer", "description": "all the entries"},
+                "entries_next": {**PAGE_LINK, "description": "the next page of entries"},
+                "entries_previous": {**PAGE_LINK, "description": "the previous page"},
+            },
+        },
     ]
 }
 BUNDLE_SCHEMA = {
@@ -137,6 +151,10 @@ def release_summary(request: Request, release: Release) -> dict[str, Any]:
 
 
 def release_detail(request: Request, release: Release) -> dict[str, Any]:
+    """The release and one page of its entries (``?page=``, ``?page_size=``), by record kind
+    and key, with ``entries_count`` and the ``entries_next``/``entries_previous`` links."""
+    paginator = Pagination()
+    page = paginator.paginate_queryset(selectors.release_entry_list(release), request)
     entries = [
         {
             "kind": entry.record_kind,
@@ -148,9 +166,15 @@ def release_detail(request: Request, release: Release) -> dict[str, Any]:
                 public.revision_path(entry.record_kind, entry.record_key, entry.revision.number)
             ),
         }
-        for entry in public.release_entries(release)
+        for entry in selectors.with_previous_revisions(release, list(page))
     ]
-    return {**release_summary(request, release), "entries": entries}
+    return {
+        **release_summary(request, release),
+        "entries": entries,
+        "entries_count": paginator.page.paginator.count,
+        "entries_next": paginator.get_next_link(),
+        "entries_previous": paginator.get_previous_link(),
+    }
 
 
 def _release_or_404(number: int | str) -> Release:
@@ -179,8 +203,10 @@ class ReleaseListView(ReleaseBase):
     )
     def get(self, request: Request) -> Response:
         paginator = Pagination()
-        page = paginator.paginate_queryset(public.release_list(), request, view=self)
-        return paginator.get_paginated_response([release_summary(request, r) for r in page])
+        page = paginator.paginate_queryset(Release.objects.order_by("-number"), request, view=self)
+        # the counts of the page's releases only (see claimsdb.web.releases.release_list)
+        counted = public.release_list().filter(number__in=[r.number for r in page])
+        return paginator.get_paginated_response([release_summary(request, r) for r in counted])
 
     @extend_schema(
         operation_id="releases_create",
@@ -232,11 +258,16 @@ class ReleaseDetailView(ReleaseBase):
     @extend_schema(
         operation_id="releases_retrieve",
         summary="Read a release",
-        description="One release and its entries: every record the public sees in it, the "
-        "revision it sees and how it changed against the previous release. Public.",
+        description="One release and a page of its entries (50 by default, by record kind "
+        "and key; follow `entries_next`): every record the public sees in it, the revision "
+        "it sees and how it changed against the previous release. Public.",
         tags=["releases"],
         auth=PUBLIC_READ,
-        parameters=[NUMBER_PARAMETER],
+        parameters=[
+            NUMBER_PARAMETER,
+            OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
+            OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
+        ],
         responses={200: RELEASE_DETAIL_SCHEMA, **openapi.error_responses(404)},
     )
     def get(self, request: Request, number: str) -> Response:

@@ -6,13 +6,21 @@ module is still being imported.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
-from rest_framework.exceptions import ParseError
-from rest_framework.pagination import PageNumberPagination
+from django.db.models import QuerySet
+from django.http import QueryDict
+from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.filters import OrderingFilter
+from rest_framework.pagination import BasePagination, PageNumberPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
 
 
 def _refuse_constant(name: str) -> Any:
@@ -67,8 +75,209 @@ class CanonicalJSONRenderer(JSONRenderer):
 
 
 class Pagination(PageNumberPagination):
-    """Pages of 50 (``?page_size=`` up to 200), with the total ``count``."""
+    """Pages of 50 (``?page_size=`` up to 200), with the total ``count``.
+
+    The list must be in a stable order (``StableOrderingFilter``); a page number past the
+    end is a 404 ``not_found``.
+    """
 
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200
+
+
+class StableOrderingFilter(OrderingFilter):
+    """``?ordering=``, always ended by the view's unique field (``ordering_unique``, by
+    default ``key``), so that rows equal on the ordering keep one order from page to page."""
+
+    def get_ordering(self, request, queryset, view):
+        ordering = super().get_ordering(request, queryset, view)
+        unique = getattr(view, "ordering_unique", "key")
+        if ordering and unique not in {term.lstrip("-") for term in ordering}:
+            ordering = [*ordering, unique]
+        return ordering
+
+
+# --- the revision feed: keyset pages ------------------------------------------------------
+
+CURSOR_TEXT = re.compile(r"([np]):([0-9]{1,19})")
+MAX_NUMBER = 2**63 - 1
+CURSOR_INVALID = "pagination.cursor_invalid"
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A place in the feed: the page after revision ``number`` (``n``) or the page before it
+    (``p``), in the feed's order. Sent as an opaque token; only its links make one."""
+
+    direction: str
+    number: int
+
+    def token(self) -> str:
+        text = f"{self.direction}:{self.number}".encode()
+        return base64.urlsafe_b64encode(text).decode().rstrip("=")
+
+    @classmethod
+    def parse(cls, token: str) -> Cursor:
+        try:
+            padded = token + "=" * (-len(token) % 4)
+            text = base64.b64decode(padded, altchars=b"-_", validate=True).decode("ascii")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            text = ""
+        match = CURSOR_TEXT.fullmatch(text)
+        cursor = cls(match.group(1), int(match.group(2))) if match else None
+        # only the tokens the links hand out: one spelling of each place
+        if cursor is None or cursor.number > MAX_NUMBER or cursor.token() != token:
+            raise ValidationError(
+                {
+                    "cursor": "not a cursor of this feed: follow the `next` and `previous` "
+                    "links of a response (or start without a cursor)"
+                },
+                code=CURSOR_INVALID,
+            )
+        return cursor
+
+
+def _clamp(number: int) -> int:
+    return min(max(number, 0), MAX_NUMBER)
+
+
+class RevisionFeedPagination(BasePagination):
+    """Keyset pages of revisions by number (docs/pagination.md): ``?cursor=`` comes from a
+    response's ``next`` or ``previous`` link; ``?page_size=`` (50, up to 200).
+
+    Ascending (the default order), ``next`` is never null: at the head of the ledger it
+    points at the same place, and returns the revisions written since once there are some,
+    so a tool follows ``next`` for ever. Descending (``ordering=-number``), ``next`` is null
+    after revision 1. Every page costs the same queries, wherever it is in the ledger: a
+    count, and one indexed range read.
+    """
+
+    page_size = 50
+    max_page_size = 200
+    page_size_query_param = "page_size"
+    cursor_query_param = "cursor"
+
+    def paginate_queryset(self, queryset: QuerySet, request, view=None) -> list[Any]:
+        self.request = request
+        filterset_class = getattr(view, "filterset_class", None)
+        self.kept_parameters = {
+            self.page_size_query_param,
+            "ordering",
+            "format",
+            *(filterset_class.base_filters if filterset_class else ()),
+        }
+        raw = request.query_params.get(self.cursor_query_param)
+        self.cursor = None if raw in (None, "") else Cursor.parse(raw)
+        self.descending = any(term == "-number" for term in queryset.query.order_by)
+        size = self.get_page_size(request)
+        count = getattr(view, "feed_count", None)
+        self.count = count(queryset) if count else queryset.count()
+        later, earlier = ("number__gt", "number__lt")
+        if self.descending:
+            later, earlier = earlier, later
+        if self.cursor is None or self.cursor.direction == "n":
+            if self.cursor is not None:
+                queryset = queryset.filter(**{later: self.cursor.number})
+            rows = list(queryset.order_by("-number" if self.descending else "number")[: size + 1])
+            self.more = len(rows) > size
+            self.page = rows[:size]
+        else:
+            queryset = queryset.filter(**{earlier: self.cursor.number})
+            rows = list(queryset.order_by("number" if self.descending else "-number")[: size + 1])
+            self.more = len(rows) > size
+            self.page = list(reversed(rows[:size]))
+        return self.page
+
+    def get_page_size(self, request) -> int:
+        raw = request.query_params.get(self.page_size_query_param, "")
+        if raw.isdigit() and int(raw) > 0:
+            return min(int(raw), self.max_page_size)
+        return self.page_size
+
+    def _link(self, cursor: Cursor | None) -> str | None:
+        """The URL of the page at ``cursor``, with the request's filters, ordering and page
+        size (other query parameters are left out)."""
+        if cursor is None:
+            return None
+        query = QueryDict(mutable=True)
+        for name, values in self.request.query_params.lists():
+            if name in self.kept_parameters:
+                query.setlist(name, values)
+        query[self.cursor_query_param] = cursor.token()
+        return self.request.build_absolute_uri(f"{self.request.path}?{query.urlencode()}")
+
+    def get_next_link(self) -> str | None:
+        cursor, step = self.cursor, -1 if self.descending else 1
+        if self.page:
+            if self.descending and not self.more and (cursor is None or cursor.direction == "n"):
+                return None  # past revision 1: nothing can ever come after
+            return self._link(Cursor("n", self.page[-1].number))
+        if self.descending and (cursor is None or cursor.direction == "n"):
+            return None
+        if cursor is None:
+            return self._link(Cursor("n", 0))
+        if cursor.direction == "n":
+            return self._link(cursor)  # the head: poll here again
+        # nothing before a "p" place: the page from that place on
+        return self._link(Cursor("n", _clamp(cursor.number - step)))
+
+    def get_previous_link(self) -> str | None:
+        cursor, step = self.cursor, -1 if self.descending else 1
+        if cursor is None:
+            return None
+        if cursor.direction == "p" and not self.more:
+            return None
+        if self.page:
+            return self._link(Cursor("p", self.page[0].number))
+        return self._link(Cursor("p", _clamp(cursor.number + step)))
+
+    def get_paginated_response(self, data: list[Any]) -> Response:
+        return Response(
+            {
+                "count": self.count,
+                "next": self.get_next_link(),
+                "previous": self.get_previous_link(),
+                "results": data,
+            }
+        )
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        link = {"type": "string", "format": "uri", "nullable": True}
+        return {
+            "type": "object",
+            "required": ["count", "next", "previous", "results"],
+            "properties": {
+                "count": {
+                    "type": "integer",
+                    "description": "how many revisions match the filters, on every page",
+                },
+                "next": {
+                    **link,
+                    "description": "the page after this one; in ascending order never null: "
+                    "at the head it returns the revisions written since (or none yet)",
+                },
+                "previous": {**link, "description": "the page before this one"},
+                "results": schema,
+            },
+        }
+
+    def get_schema_operation_parameters(self, view) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": self.cursor_query_param,
+                "required": False,
+                "in": "query",
+                "description": "an opaque place in the feed, taken from a response's `next` "
+                "or `previous` link (`pagination.cursor_invalid` otherwise)",
+                "schema": {"type": "string"},
+            },
+            {
+                "name": self.page_size_query_param,
+                "required": False,
+                "in": "query",
+                "description": f"revisions per page ({self.page_size} by default, at most "
+                f"{self.max_page_size})",
+                "schema": {"type": "integer"},
+            },
+        ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django import forms
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -22,7 +23,6 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins
 from rest_framework import serializers as drf_serializers
-from rest_framework.filters import OrderingFilter
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -37,8 +37,9 @@ from . import filters, openapi
 from .common import (
     DocumentJSONParser,
     NoFormSerializer,
-    Pagination,
     RefuseNul,
+    RevisionFeedPagination,
+    StableOrderingFilter,
     etag_headers,
     guarded_write,
     int_param,
@@ -48,7 +49,7 @@ from .common import (
 from .errors import RequestViolations
 from .permissions import PublicReads, ReviewerOnly
 from .views import written
-from .visibility import visible_revision, visible_revisions
+from .visibility import may_read_working_state, visible_revision, visible_revisions
 
 
 def revision_summary(revision: Revision) -> dict[str, Any]:
@@ -72,26 +73,45 @@ def revision_detail(revision: Revision) -> dict[str, Any]:
 
 
 class RevisionListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
-    """The global ledger, oldest first; ``?since=n`` for what came after revision n."""
+    """The global ledger, oldest first, in keyset pages (``?cursor=`` from the ``next`` and
+    ``previous`` links); ``?since=n`` for what came after revision n."""
 
     permission_classes = [PublicReads]
     serializer_class = NoFormSerializer
-    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    filter_backends = [DjangoFilterBackend, StableOrderingFilter]
     filterset_class = filters.RevisionFilter
-    pagination_class = Pagination
+    pagination_class = RevisionFeedPagination
     ordering_fields = ["number"]
     ordering = ["number"]
+    ordering_unique = "number"
 
     def get_queryset(self):
         return visible_revisions(getattr(self.request, "user", None))
+
+    def feed_count(self, queryset) -> int:
+        """The feed's ``count``. Revision numbers are gapless from 1, so a reader of the
+        working state who filters on nothing but ``since`` is counted from the newest number
+        (one index lookup), not by counting a ledger of a million rows on every poll."""
+        names = set(filters.RevisionFilter.base_filters) - {"since"}
+        if not may_read_working_state(self.request.user) or any(
+            self.request.query_params.get(name) for name in names
+        ):
+            return queryset.count()
+        head = Revision.objects.order_by("-number").values_list("number", flat=True).first()
+        # as the filter read it (it has refused anything else already)
+        since = forms.IntegerField(required=False).clean(self.request.query_params.get("since"))
+        return max((head or 0) - (since or 0), 0)
 
     @extend_schema(
         operation_id="revisions_list",
         summary="List revisions",
         description="The global revision log, in ascending order (`ordering=-number` for "
-        "newest first), without snapshots. To sync, pass `since` = the last number you hold "
-        "and follow `next`. Anyone may read it: users with a role see every revision, "
-        "everyone else only the revisions a release points at.",
+        "newest first), without snapshots, in keyset pages: follow `next` (a `cursor`). In "
+        "ascending order `next` is never null: at the head it returns an empty page, and the "
+        "new revisions once some are written, so a tool polls it for ever. To start after a "
+        "number you hold, pass `since`. Anyone may read it: users with a role see every "
+        "revision, everyone else only the revisions a release points at. See "
+        "docs/pagination.md.",
         tags=["revisions"],
         auth=openapi.PUBLIC_READ,
         responses={
@@ -113,12 +133,16 @@ class CaseRevisionsView(RevisionListView):
         key = self.kwargs.get("key", "")
         return super().get_queryset().filter(record_kind="case", record_key=key)
 
+    def feed_count(self, queryset) -> int:
+        return queryset.count()  # one record's revisions, through its index
+
     @extend_schema(
         operation_id="cases_revisions_list",
         summary="List a case's revisions",
         description="The case's history, in ascending order (`ordering=-number` for newest "
-        "first), without snapshots (read one with `/revisions/<n>/`). Without a role: the "
-        "revisions of the case a release points at (404 for a case never released).",
+        "first), without snapshots (read one with `/revisions/<n>/`), in keyset pages as "
+        "`/revisions/` (follow `next`). Without a role: the revisions of the case a release "
+        "points at (404 for a case never released).",
         tags=["revisions"],
         auth=openapi.PUBLIC_READ,
         parameters=[openapi.key_parameter("case")],

@@ -20,7 +20,6 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import mixins
-from rest_framework.filters import OrderingFilter
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,7 +32,7 @@ from claimsdb.records import (
     RuleViolations,
     StaleRevision,
 )
-from claimsdb.selectors import latest_revision_number
+from claimsdb.selectors import latest_revision_number, page_keys, rows_in_order
 from claimsdb.services import (
     claim_add,
     claim_update,
@@ -51,6 +50,7 @@ from .common import (
     NoFormSerializer,
     Pagination,
     RefuseNul,
+    StableOrderingFilter,
     etag_headers,
     guarded_write,
     int_param,
@@ -98,10 +98,11 @@ class RecordListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
     permission_classes = [RecordPermission]
     parser_classes = [DocumentJSONParser]
     serializer_class = NoFormSerializer
-    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    filter_backends = [DjangoFilterBackend, StableOrderingFilter]
     pagination_class = Pagination
     ordering_fields = ["key", "revision"]
     ordering = ["key"]
+    ordering_unique = "key"  # the last term of every ordering: pages keep one order
 
     def get_queryset(self):
         """The model, for the schema and the browsable API's filter form: ``get`` reads the
@@ -111,10 +112,12 @@ class RecordListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
     def get(self, request: Request) -> Response:
         records = visible_records(request.user, self.kind)
         if isinstance(records, list):  # the released record: documents, filtered as such
-            records = filters.filter_released(self, request, records)
+            page = self.paginate_queryset(filters.filter_released(self, request, records))
         else:
+            # cut the page on primary keys, then build only its rows' documents
             records = self.filter_queryset(records)
-        page = self.paginate_queryset(records)
+            keys = self.paginate_queryset(page_keys(records))
+            page = rows_in_order(records, keys)
         items = [
             {"key": row.key, "revision": row.revision, "document": document_of(self.kind, row)}
             for row in page
@@ -228,8 +231,9 @@ def _record_views(kind: str, filterset_class, ordering_fields: list[str]):
     list_schema["get"] = extend_schema(
         operation_id=f"{plural}_list",
         summary=f"List {plural}",
-        description=f"A page of {plural} (50 by default), each with the revision you see "
-        "and its canonical document, and the total `count`. "
+        description=f"A page of {plural} (50 by default, `page_size` up to 200), each with "
+        "the revision you see and its canonical document, and the total `count`; `ordering` "
+        "always ends with the key, so pages keep one order. "
         f"{openapi.PUBLIC_LIST_NOTE}",
         tags=[plural],
         auth=openapi.PUBLIC_READ,

@@ -107,6 +107,8 @@ CODES: dict[str, str] = {
     "revision.precondition_invalid": "an If-Match header that is not * or quoted revisions",
     "revision.material_invalid": "?material= is neither true nor false",
     "revision.not_of_record": "a diff or revert names a revision of another record",
+    "pagination.cursor_invalid": "?cursor= is not a place in the revision feed: take it from a "
+    "response's next or previous link",
     "server.error": "an unexpected error, logged on the server (HTTP 500)",
     # releases
     "release.notes_required": "publishing a release needs notes",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from django import forms
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
@@ -19,8 +18,7 @@ from claimsdb.importers.runs import import_reports
 from claimsdb.models import ImportReport
 
 from .access import reader_page, request_has_role, require_working_state
-
-PAGE_SIZE = 50
+from .pagination import paginate
 
 
 class UploadForm(forms.Form):
@@ -73,14 +71,14 @@ def import_list(request: HttpRequest) -> HttpResponse:
             return redirect("import-detail", report.id)
     else:
         form = UploadForm()
-    page = Paginator(import_reports(), PAGE_SIZE).get_page(request.GET.get("page"))
+    pages = paginate(request, import_reports(), noun="import")
     return render(
         request,
         "imports/index.html",
         {
             "form": form if can_import else None,
-            "page_obj": page,
-            "reports": [Report.from_row(row) for row in page.object_list],
+            "pages": pages,
+            "reports": [Report.from_row(row) for row in pages.items],
         },
     )
 

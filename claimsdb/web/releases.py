@@ -12,18 +12,18 @@ from django import forms
 from django.contrib.auth.views import redirect_to_login
 from django.contrib.syndication.views import Feed
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.feedgenerator import Atom1Feed
 
-from claimsdb import citation, public
+from claimsdb import citation, public, selectors
 from claimsdb.models import Release, ReleaseChange, Revision
 from claimsdb.records import PermissionDenied, RuleViolations
 from claimsdb.services.permissions import has_role
 from claimsdb.services.releases import release_plan, release_publish
 
-RELEASES_PER_PAGE = 50
+from .pagination import paginate
+
 FEED_SIZE = 50
 CITATION_FORMATS = {
     "bib": ("application/x-bibtex; charset=utf-8", citation.bibtex),
@@ -37,20 +37,23 @@ def release_path(number: int) -> str:
 
 def release_list(request: HttpRequest) -> HttpResponse:
     """Every release, newest first: number, date, notes, counts by change."""
-    page = Paginator(public.release_list(), RELEASES_PER_PAGE).get_page(request.GET.get("page"))
+    pages = paginate(request, Release.objects.order_by("-number"), noun="release")
+    # the counts of the page's releases only: counting every release's entries to cut a
+    # page would read the whole release history
+    counted = public.release_list().filter(number__in=[r.number for r in pages.items])
     releases = [
         {
             "release": release,
             "counts": public.release_counts(release),
             "url": release_path(release.number),
         }
-        for release in page
+        for release in counted
     ]
     return render(
         request,
         "releases/list.html",
         {
-            "page": page,
+            "pages": pages,
             "releases": releases,
             "may_publish": has_role(request.user, "reviewer"),
         },
@@ -58,31 +61,45 @@ def release_list(request: HttpRequest) -> HttpResponse:
 
 
 def release_detail(request: HttpRequest, number: int) -> HttpResponse:
-    """What one release changed: its changed entries, then (folded) the unchanged ones."""
+    """What one release changed: a page of its changed entries, then (folded) a page of the
+    unchanged ones (``?page=`` and ``?unchanged_page=``)."""
     release = public.release_get(number)
     if release is None:
         raise Http404(f"no release {number}")
-    entries = public.release_entries(release)
-    changed = [e for e in entries if e.change != ReleaseChange.UNCHANGED]
-    titles = public.revision_titles([e.revision_id for e in changed])
-    rows = [_entry_row(entry, titles.get(entry.revision_id, "")) for entry in entries]
+    changed = paginate(
+        request, selectors.release_entry_list(release, changed=True), noun="changed record"
+    )
+    unchanged = paginate(
+        request,
+        selectors.release_entry_list(release, changed=False),
+        noun="unchanged record",
+        parameter="unchanged_page",
+    )
+    changed_entries = selectors.with_previous_revisions(release, changed.items)
+    titles = public.revision_titles([e.revision_id for e in changed_entries])
     return render(
         request,
         "releases/detail.html",
         {
             "release": release,
             "counts": public.release_counts(release),
-            "changed": [row for row in rows if row["change"] != ReleaseChange.UNCHANGED],
-            "unchanged": [row for row in rows if row["change"] == ReleaseChange.UNCHANGED],
+            "changed_pages": changed,
+            "changed": [
+                _entry_row(e, titles.get(e.revision_id, ""), e.previous_revision)
+                for e in changed_entries
+            ],
+            "unchanged_pages": unchanged,
+            # an unchanged entry publishes the revision the release before did
+            "unchanged": [_entry_row(e, "", e.revision.number) for e in unchanged.items],
+            "unchanged_open": "unchanged_page" in request.GET,
             "bundle_url": f"/api/v1/releases/{release.number}/bundle.json",
             "show_publisher": public.may_read_working_state(request.user),
         },
     )
 
 
-def _entry_row(entry, title: str) -> dict:
+def _entry_row(entry, title: str, previous: int | None) -> dict:
     kind, key, number = entry.record_kind, entry.record_key, entry.revision.number
-    previous = entry.previous_revision
     return {
         "kind": kind,
         "kind_label": entry.get_record_kind_display(),

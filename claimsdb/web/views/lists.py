@@ -9,6 +9,7 @@ from claimsdb import choices, public, selectors
 from claimsdb.models import AssessmentMethod
 
 from ..access import reads_released, request_has_role
+from ..pagination import paginate, paginate_rows
 from ..presenters import label, method_from_document, parse_date
 
 RECENT_RELEASES = 5
@@ -100,9 +101,9 @@ def _case_row(key, document_fields: dict, assessment: dict | None, labels: dict)
     }
 
 
-def _working_case_rows(status: str, tag: str, values: dict, labels: dict) -> list[dict]:
+def _working_case_rows(cases, labels: dict) -> list[dict]:
     rows = []
-    for case in selectors.case_list_filtered(status=status, tag=tag, values=values):
+    for case in cases:
         assessments = list(case.assessments.all())
         current = assessments[-1] if assessments else None
         fields = {
@@ -125,15 +126,19 @@ def _working_case_rows(status: str, tag: str, values: dict, labels: dict) -> lis
     return rows
 
 
-def _released_case_rows(records, tag: str, values: dict, labels: dict) -> list[dict]:
+def _released_case_matches(document: dict, tag: str, values: dict) -> bool:
+    """A released case carries the tag and its current assessment has the values."""
+    if tag and tag not in document["tags"]:
+        return False
+    current = document["assessments"][-1] if document["assessments"] else None
+    chosen = current["values"] if current else {}
+    return all(chosen.get(k) == v for k, v in values.items())
+
+
+def _released_case_rows(records, labels: dict) -> list[dict]:
     rows = []
     for key, document, revision in records:
         current = document["assessments"][-1] if document["assessments"] else None
-        if tag and tag not in document["tags"]:
-            continue
-        chosen = current["values"] if current else {}
-        if any(chosen.get(k) != v for k, v in values.items()):
-            continue
         fields = {
             "status": document["status"],
             "title": document["title"],
@@ -186,14 +191,21 @@ def case_list(request: HttpRequest) -> HttpResponse:
         dimension["options"] = list(dimension["values"].items())
     labels = {m.key: m.dimension_labels() for m in methods}
     if released:
-        rows = _released_case_rows(records, tag, values, labels)
+        if tag or values:
+            # the released documents are filtered here, not in the database
+            records = [r for r in records if _released_case_matches(r.document, tag, values)]
+        pages = paginate(request, records, noun="case")
+        rows = _released_case_rows(pages.items, labels)
     else:
-        rows = _working_case_rows(status, tag, values, labels)
+        cases = selectors.case_list_filtered(status=status, tag=tag, values=values)
+        pages = paginate_rows(request, cases, noun="case")
+        rows = _working_case_rows(pages.items, labels)
     return render(
         request,
         "cases/list.html",
         {
             "rows": rows,
+            "pages": pages,
             "statuses": [] if released else choices.CaseStatus.choices,
             "status": status,
             "tags": tags,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -26,6 +25,7 @@ from ..access import (
 from ..diffs import document_changes
 from ..editing import simple_service_call
 from ..forms import RevertForm
+from ..pagination import paginate
 from ..presenters import case_page, material_history_rows, source_view
 
 RECORD_LABELS = dict(choices.RecordKind.choices)
@@ -114,10 +114,13 @@ def record_history(request: HttpRequest, key: str, kind: str = "case") -> HttpRe
         "diff_form_url": record_url(kind, key, "diff-form"),
     }
     if reads_released(request):
-        return render(request, "records/history.html", {**context, **_released_history(kind, key)})
+        return render(
+            request, "records/history.html", {**context, **_released_history(request, kind, key)}
+        )
     revisions = selectors.record_revisions(kind, key)
-    page = Paginator(revisions, 100).get_page(request.GET.get("page"))
-    shown = list(page)
+    pages = paginate(request, revisions, noun="revision")
+    shown = pages.items
+    # the revision before the page's oldest, for its "changes from" link
     older = revisions.filter(number__lt=shown[-1].number).first() if shown else None
     entries = [
         {"revision": revision, "previous": shown[i + 1] if i + 1 < len(shown) else older}
@@ -128,14 +131,15 @@ def record_history(request: HttpRequest, key: str, kind: str = "case") -> HttpRe
         "records/history.html",
         {
             **context,
-            "page": page,
+            "pages": pages,
             "entries": entries,
-            "numbers": list(revisions.values_list("number", flat=True)),
+            # the compare form takes any two numbers; it starts on the page's newest two
+            "compare": [entry["revision"].number for entry in entries[:2]],
         },
     )
 
 
-def _released_history(kind: str, key: str) -> dict:
+def _released_history(request: HttpRequest, kind: str, key: str) -> dict:
     """The public history: material revisions, each published one linked, with a diff
     against the published revision before it."""
     history = public.material_history(kind, key, public=True)
@@ -149,7 +153,8 @@ def _released_history(kind: str, key: str) -> dict:
             if entry["published"] and earlier
             else ""
         )
-    return {"released": True, "entries": entries, "numbers": published}
+    pages = paginate(request, entries, noun="revision")
+    return {"released": True, "pages": pages, "entries": pages.items, "numbers": published}
 
 
 def record_revision(request: HttpRequest, key: str, number: int, kind: str = "case"):

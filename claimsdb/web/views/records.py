@@ -18,6 +18,7 @@ from ..forms import (
     RuleForm,
     SourceForm,
 )
+from ..pagination import paginate, paginate_rows
 from ..presenters import label, material_history_rows, number_text, source_view
 
 SOURCE_FIELDS = tuple(SourceForm.base_fields)
@@ -36,6 +37,11 @@ def record_history_context(visible: VisibleRecord, kind: str, key: str) -> dict:
     return {"history": list(selectors.record_revisions(kind, key)[:DETAIL_HISTORY])}
 
 
+def _listed(pages, released: bool) -> list:
+    """The rows of a page: the released records' documents, or the working state's rows."""
+    return [record.document for record in pages.items] if released else pages.items
+
+
 # --- sources --------------------------------------------------------------------------------
 
 
@@ -44,18 +50,22 @@ def source_list(request: HttpRequest) -> HttpResponse:
     if kind not in choices.SourceKind.values:
         kind = ""
     if reads_released(request):
+        records = public.released_records("source")
+        if kind:
+            # the released documents are filtered here, not in the database
+            records = [r for r in records if r.document["kind"] == kind]
+        pages = paginate(request, records, noun="source")
         counts = public.released_link_counts()
         rows = [
-            {**document, "link_count": counts.get(key, 0)}
-            for key, document, _ in public.released_records("source")
-            if not kind or document["kind"] == kind
+            {**document, "link_count": counts.get(key, 0)} for key, document, _ in pages.items
         ]
     else:
         sources = selectors.source_list()
         if kind:
             sources = sources.filter(kind=kind)
+        pages = paginate_rows(request, sources, noun="source")
         fields = ("key", "title", "kind", "publisher", "reliability", "status", "link_count")
-        rows = [{name: getattr(s, name) for name in fields} for s in sources]
+        rows = [{name: getattr(s, name) for name in fields} for s in pages.items]
     for row in rows:
         row["kind_label"] = label("source_kind", row["kind"])
     return render(
@@ -63,6 +73,7 @@ def source_list(request: HttpRequest) -> HttpResponse:
         "sources/list.html",
         {
             "rows": rows,
+            "pages": pages,
             "kinds": choices.SourceKind.choices,
             "kind": kind,
             "can_edit": request_has_role(request, "analyst"),
@@ -159,14 +170,14 @@ def case_choices() -> list[tuple[str, str]]:
 
 
 def rule_list(request: HttpRequest) -> HttpResponse:
-    if reads_released(request):
-        rules = [document for _, document, _ in public.released_records("rule")]
-    else:
-        rules = list(selectors.rule_list())
+    released = reads_released(request)
+    records = public.released_records("rule") if released else selectors.rule_list()
+    pages = paginate(request, records, noun="scope rule")
+    rules = _listed(pages, released)
     return render(
         request,
         "rules/list.html",
-        {"rules": rules, "can_review": request_has_role(request, "reviewer")},
+        {"rules": rules, "pages": pages, "can_review": request_has_role(request, "reviewer")},
     )
 
 
@@ -251,14 +262,14 @@ class RuleCreateView(RuleEditView):
 
 
 def method_list(request: HttpRequest) -> HttpResponse:
-    if reads_released(request):
-        methods = [document for _, document, _ in public.released_records("method")]
-    else:
-        methods = list(selectors.method_list())
+    released = reads_released(request)
+    records = public.released_records("method") if released else selectors.method_list()
+    pages = paginate(request, records, noun="assessment method")
+    methods = _listed(pages, released)
     return render(
         request,
         "methods/list.html",
-        {"methods": methods, "can_review": request_has_role(request, "reviewer")},
+        {"methods": methods, "pages": pages, "can_review": request_has_role(request, "reviewer")},
     )
 
 
