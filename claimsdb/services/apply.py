@@ -300,29 +300,15 @@ def _restore_runs(cases: dict[str, Case], documents: list[dict[str, Any]]) -> No
     )
 
 
-def relation_partners(case_keys: set[str]) -> set[str]:
-    """Cases whose documents show a relation with one of these (symmetric kinds)."""
-    partners = set()
-    if not case_keys:
-        return partners
-    for case, other in Relation.objects.filter(
-        Q(case__key__in=case_keys) | Q(other__key__in=case_keys),
-        kind__in=list(SYMMETRIC_RELATIONS),
-    ).values_list("case__key", "other__key"):
-        if case in case_keys:
-            partners.add(other)
-        if other in case_keys:
-            partners.add(case)
-    return partners
-
-
 def apply_case_links(
     cases: dict[str, Case],
     documents: list[dict[str, Any]],
     *,
     current: dict[str, dict[str, Any] | None],
-) -> None:
-    """Attributions and relations, written once every case of the change exists."""
+) -> set[str]:
+    """Attributions and relations, written once every case of the change exists.
+
+    Returns the cases whose documents show a symmetric relation that changed."""
     attributing = [
         d
         for d in documents
@@ -342,28 +328,34 @@ def apply_case_links(
         for d in attributing
         for index, a in enumerate(d["attributions"])
     )
-    _apply_relations(cases, documents, [cases[d["key"]].pk for d in documents])
+    return _apply_relations(cases, documents, [cases[d["key"]].pk for d in documents])
 
 
 Triple = tuple[int, int, str]
 
 
-def _apply_relations(cases: dict[str, Case], documents: list[dict[str, Any]], ids) -> None:
+def _apply_relations(
+    cases: dict[str, Case], documents: list[dict[str, Any]], ids: list[int]
+) -> set[str]:
     """Each document speaks for its relations: symmetric ones either way, directed ones from
     it. Documents are applied one after the other, in memory, as if each replaced its
-    relations in turn; then only the rows that differ are deleted and inserted."""
-    before: dict[Triple, tuple[int, str]] = {
-        (case, other, kind): (pk, note)
-        for pk, case, other, kind, note in Relation.objects.filter(
-            Q(case_id__in=ids) | Q(other_id__in=ids)
-        ).values_list("pk", "case_id", "other_id", "kind", "note")
-    }
+    relations in turn; then only the rows that differ are deleted and inserted.
+
+    Returns the keys of the cases on either side of a symmetric relation that changed: the
+    only cases other than the written ones whose documents this can change.
+    """
+    before: dict[Triple, tuple[int, str]] = {}
+    keys = {case.pk: key for key, case in cases.items()}
+    for pk, case, other, kind, note, case_key, other_key in Relation.objects.filter(
+        Q(case_id__in=ids) | Q(other_id__in=ids)
+    ).values_list("pk", "case_id", "other_id", "kind", "note", "case__key", "other__key"):
+        before[(case, other, kind)] = (pk, note)
+        keys[case], keys[other] = case_key, other_key
     pks = {key: case.pk for key, case in cases.items()}
-    pks.update(
-        Case.objects.filter(
-            key__in={r["case"] for d in documents for r in d["relations"]} - set(pks)
-        ).values_list("key", "pk")
-    )
+    targets = {r["case"] for d in documents for r in d["relations"]} - set(pks)
+    if targets:
+        pks.update(Case.objects.filter(key__in=targets).values_list("key", "pk"))
+    keys.update((pk, key) for key, pk in pks.items())
     after: dict[Triple, str] = {triple: note for triple, (_, note) in before.items()}
     touching: dict[int, set[Triple]] = {}
     for triple in after:
@@ -385,11 +377,17 @@ def _apply_relations(cases: dict[str, Case], documents: list[dict[str, Any]], id
             after[triple] = r["note"]
             touching.setdefault(case, set()).add(triple)
             touching.setdefault(other, set()).add(triple)
-    stale = [pk for triple, (pk, note) in before.items() if after.get(triple) != note]
+    stale = {triple for triple, (_, note) in before.items() if after.get(triple) != note}
+    fresh = {triple for triple, note in after.items() if triple not in before or triple in stale}
     if stale:
-        Relation.objects.filter(pk__in=stale).delete()
+        Relation.objects.filter(pk__in=[before[triple][0] for triple in stale]).delete()
     Relation.objects.bulk_create(
-        Relation(case_id=case, other_id=other, kind=kind, note=note)
-        for (case, other, kind), note in after.items()
-        if (case, other, kind) not in before or before[(case, other, kind)][1] != note
+        Relation(case_id=case, other_id=other, kind=kind, note=after[(case, other, kind)])
+        for case, other, kind in fresh
     )
+    return {
+        keys[pk]
+        for case, other, kind in stale | fresh
+        if kind in SYMMETRIC_RELATIONS
+        for pk in (case, other)
+    }

@@ -39,21 +39,18 @@ def record_documents(kind: str, keys: Collection[str]) -> dict[str, dict[str, An
 def latest_revisions(kind: str, keys: Collection[str]) -> dict[str, Revision]:
     """The latest revision of each record that has one, without its snapshot text.
 
-    Two queries on the (record_kind, record_key, number) index: the newest numbers, then
-    those rows. Callers compare snapshots by their SHA-256.
+    One query on the (record_kind, record_key, number) index: the newest number of each
+    record, then those rows. Callers compare snapshots by their SHA-256.
     """
     if not keys:
         return {}
-    numbers = (
+    latest = (
         Revision.objects.filter(record_kind=kind, record_key__in=set(keys))
         .values("record_key")
         .annotate(latest=Max("number"))
-        .values_list("latest", flat=True)
+        .values("latest")
     )
-    numbers = list(numbers)
-    if not numbers:
-        return {}
     return {
         revision.record_key: revision
-        for revision in Revision.objects.filter(number__in=numbers).defer("snapshot")
+        for revision in Revision.objects.filter(number__in=latest).defer("snapshot")
     }

@@ -116,15 +116,12 @@ def write_records(
         previous = _check_existence_and_staleness(writes)
         _validate_fields(writes, previous)
         before = _scope_violations(None)
-        partners_before = _partners(writes)
-        _apply(writes, previous)
+        partners = _apply(writes, previous)
         if before_apply is not None:
             before_apply()
         _check_scope(writes, before)
         live = _check_round_trip(writes)
-        partners = (partners_before | _partners(writes)) - {
-            w.key for w in writes if w.kind == "case"
-        }
+        partners -= {w.key for w in writes if w.kind == "case"}
         return _append_revisions(
             head, user, writes, previous, live, partners, summary=summary, material=material
         )
@@ -334,8 +331,11 @@ def _source_refs(document: dict[str, Any]) -> set[str]:
     }
 
 
-def _apply(writes: list[RecordWrite], previous) -> None:
-    """Write the live tables: each kind's records together, in a fixed number of queries."""
+def _apply(writes: list[RecordWrite], previous) -> set[str]:
+    """Write the live tables: each kind's records together, in a fixed number of queries.
+
+    Returns the cases on the other side of a symmetric relation that changed (partners),
+    whose documents change with it."""
 
     def documents(kind: str) -> list[dict[str, Any]]:
         return [w.document for w in writes if w.kind == kind]
@@ -343,11 +343,13 @@ def _apply(writes: list[RecordWrite], previous) -> None:
     apply.apply_methods(documents("method"))
     apply.apply_sources(documents("source"))
     cases = documents("case")
+    partners: set[str] = set()
     if cases:
         current = {d["key"]: previous[("case", d["key"])][0] for d in cases}
         written = apply.apply_case_contents(cases, current=current)
-        apply.apply_case_links(written, cases, current=current)
+        partners = apply.apply_case_links(written, cases, current=current)
     apply.apply_rules(documents("rule"))
+    return partners
 
 
 def _scope_violations(report: set[str] | None) -> set[RuleViolation]:
@@ -445,10 +447,6 @@ def _check_round_trip(writes: list[RecordWrite]) -> dict[tuple[str, str], dict[s
     if problems:
         raise RuleViolations(problems)
     return documents
-
-
-def _partners(writes: list[RecordWrite]) -> set[str]:
-    return apply.relation_partners({w.key for w in writes if w.kind == "case"})
 
 
 _OUTCOMES = {
