@@ -138,7 +138,7 @@ def outline(stream: IO[bytes]) -> BundleOutline:
                 continue
             name = item_prefixes.get(prefix)
             if name is not None:
-                if event != "end_map" and event != "end_array":
+                if event in _VALUE_STARTS:  # not the keys or the end of an item
                     counts[name] += 1
                     if name == "cases":
                         links.add_case()
@@ -181,6 +181,7 @@ def outline(stream: IO[bytes]) -> BundleOutline:
 
 
 _NOT_AN_OBJECT = object()
+_VALUE_STARTS = frozenset(_EVENT_TYPES)
 
 
 def _outline_problems(fmt: Any, top_level: dict[str, str]) -> list[RuleViolation]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -86,6 +87,10 @@ def bundle_load_file(
             for name in BUNDLE_LISTS:
                 for batch in _batches(stream, name, shape, batch_size, loader.problems):
                     loader.write(batch)
+                    # the documents and rows read back form reference cycles: free them now,
+                    # so that memory follows the batch rather than the garbage collector
+                    del batch
+                    gc.collect()
             if loader.problems:
                 raise RuleViolations(loader.problems)
         return loader.written
