@@ -26,6 +26,8 @@ from claimsdb.models import (
     Unknown,
 )
 
+from .rows import insert_rows
+
 
 def parse_date(value: str | None) -> dt.date | None:
     return dt.date.fromisoformat(value) if value else None
@@ -103,8 +105,8 @@ def _upsert(model: type[Model], rows: dict[str, dict[str, Any]]) -> dict[str, Mo
             for name, value in values.items():
                 setattr(obj, name, value)
             changed.append(obj)
-    model.objects.bulk_create(created)
-    if any(obj.pk is None for obj in created):  # a database that returns no primary keys
+    insert_rows(model, created)
+    if any(obj.pk is None for obj in created):  # inserted without returning primary keys
         existing.update(
             model.objects.filter(key__in=[obj.key for obj in created]).in_bulk(field_name="key")
         )
@@ -145,8 +147,9 @@ def apply_case_contents(
 
     tagged, old = changed("tags")
     CaseTag.objects.filter(case_id__in=old).delete()
-    CaseTag.objects.bulk_create(
-        CaseTag(case=cases[d["key"]], name=name) for d in tagged for name in d["tags"]
+    insert_rows(
+        CaseTag,
+        [CaseTag(case=cases[d["key"]], name=name) for d in tagged for name in d["tags"]],
     )
     claimed, old = changed("claims")
     Claim.objects.filter(case_id__in=old).delete()  # the cascade takes the evidence links
@@ -157,10 +160,13 @@ def apply_case_contents(
     for model, name in ((Control, "controls"), (Unknown, "unknowns")):
         listed, old = changed(name)
         model.objects.filter(case_id__in=old).delete()
-        model.objects.bulk_create(
-            model(case=cases[d["key"]], position=index, kind=item["kind"], text=item["text"])
-            for d in listed
-            for index, item in enumerate(d[name])
+        insert_rows(
+            model,
+            [
+                model(case=cases[d["key"]], position=index, kind=item["kind"], text=item["text"])
+                for d in listed
+                for index, item in enumerate(d[name])
+            ],
         )
     _apply_figures(cases, *changed("figures"))
     _restore_runs(cases, [d for d in documents if current[d["key"]] is None])
@@ -170,39 +176,50 @@ def apply_case_contents(
 def _apply_claims(cases: dict[str, Case], documents: list[dict[str, Any]]) -> None:
     if not documents:
         return
-    claims = Claim.objects.bulk_create(
-        Claim(
-            case=cases[d["key"]],
-            claim_id=c["id"],
-            position=index,
-            statement=c["statement"],
-            status=c["status"],
-            status_note=c["status_note"],
-            basis=c["basis"],
-            origin=c["origin"],
-        )
-        for d in documents
-        for index, c in enumerate(d["claims"])
+    claims = insert_rows(
+        Claim,
+        [
+            Claim(
+                case=cases[d["key"]],
+                claim_id=c["id"],
+                position=index,
+                statement=c["statement"],
+                status=c["status"],
+                status_note=c["status_note"],
+                basis=c["basis"],
+                origin=c["origin"],
+            )
+            for d in documents
+            for index, c in enumerate(d["claims"])
+        ],
     )
-    if any(claim.pk is None for claim in claims):  # a database that returns no primary keys
-        claims = list(Claim.objects.filter(case__in=list(cases.values())))
-    claim_pks = {claim.claim_id: claim.pk for claim in claims}
+    if any(claim.pk is None for claim in claims):  # inserted without returning primary keys
+        claim_pks = dict(
+            Claim.objects.filter(case_id__in={c.case_id for c in claims}).values_list(
+                "claim_id", "pk"
+            )
+        )
+    else:
+        claim_pks = {claim.claim_id: claim.pk for claim in claims}
     source_pks = dict(
         Source.objects.filter(
             key__in={e["source"] for d in documents for c in d["claims"] for e in c["evidence"]}
         ).values_list("key", "pk")
     )
-    EvidenceLink.objects.bulk_create(
-        EvidenceLink(
-            claim_id=claim_pks[c["id"]],
-            position=index,
-            source_id=source_pks[e["source"]],
-            relation=e["relation"],
-            locator=e["locator"],
-        )
-        for d in documents
-        for c in d["claims"]
-        for index, e in enumerate(c["evidence"])
+    insert_rows(
+        EvidenceLink,
+        [
+            EvidenceLink(
+                claim_id=claim_pks[c["id"]],
+                position=index,
+                source_id=source_pks[e["source"]],
+                relation=e["relation"],
+                locator=e["locator"],
+            )
+            for d in documents
+            for c in d["claims"]
+            for index, e in enumerate(c["evidence"])
+        ],
     )
     ClaimIdReservation.objects.bulk_create(
         [
@@ -222,22 +239,25 @@ def _apply_assessments(cases: dict[str, Case], documents: list[dict[str, Any]]) 
             key__in={a["method"] for d in documents for a in d["assessments"]}
         ).values_list("key", "pk")
     )
-    Assessment.objects.bulk_create(
-        Assessment(
-            case=cases[d["key"]],
-            position=index,
-            method_id=methods[a["method"]],
-            assessed_on=parse_date(a["assessed_on"]),
-            assessor=a["assessor"],
-            values=a["values"],
-            impact=a["impact"],
-            impact_ungraded_reason=a["impact_ungraded_reason"],
-            narrative=a["narrative"],
-            basis_claims=a["evidence_basis"]["claims"],
-            basis_sources=a["evidence_basis"]["sources"],
-        )
-        for d in documents
-        for index, a in enumerate(d["assessments"])
+    insert_rows(
+        Assessment,
+        [
+            Assessment(
+                case=cases[d["key"]],
+                position=index,
+                method_id=methods[a["method"]],
+                assessed_on=parse_date(a["assessed_on"]),
+                assessor=a["assessor"],
+                values=a["values"],
+                impact=a["impact"],
+                impact_ungraded_reason=a["impact_ungraded_reason"],
+                narrative=a["narrative"],
+                basis_claims=a["evidence_basis"]["claims"],
+                basis_sources=a["evidence_basis"]["sources"],
+            )
+            for d in documents
+            for index, a in enumerate(d["assessments"])
+        ],
     )
 
 
@@ -276,7 +296,7 @@ def _apply_figures(cases: dict[str, Case], documents: list[dict[str, Any]], old:
                 changed.append(figure)
     if changed:
         Figure.objects.bulk_update(changed, _FIGURE_FIELDS, batch_size=_BULK)
-    Figure.objects.bulk_create(created)
+    insert_rows(Figure, created)
 
 
 def _restore_runs(cases: dict[str, Case], documents: list[dict[str, Any]]) -> None:
@@ -287,16 +307,19 @@ def _restore_runs(cases: dict[str, Case], documents: list[dict[str, Any]]) -> No
     present = set(
         ReproductionRun.objects.filter(run_id__in=list(runs)).values_list("run_id", flat=True)
     )
-    ReproductionRun.objects.bulk_create(
-        ReproductionRun(
-            run_id=run_id,
-            case=cases[key],
-            file_sha256=summary.get("sha256", ""),
-            summary=summary,
-            started_at=summary.get("started_at"),
-        )
-        for run_id, (key, summary) in runs.items()
-        if run_id not in present
+    insert_rows(
+        ReproductionRun,
+        [
+            ReproductionRun(
+                run_id=run_id,
+                case=cases[key],
+                file_sha256=summary.get("sha256", ""),
+                summary=summary,
+                started_at=summary.get("started_at"),
+            )
+            for run_id, (key, summary) in runs.items()
+            if run_id not in present
+        ],
     )
 
 
@@ -317,16 +340,19 @@ def apply_case_links(
     old = [cases[d["key"]].pk for d in attributing if current[d["key"]] is not None]
     if old:
         Attribution.objects.filter(case_id__in=old).delete()
-    Attribution.objects.bulk_create(
-        Attribution(
-            case=cases[d["key"]],
-            position=index,
-            figure_id=a["figure"],
-            role=a["role"],
-            note=a["note"],
-        )
-        for d in attributing
-        for index, a in enumerate(d["attributions"])
+    insert_rows(
+        Attribution,
+        [
+            Attribution(
+                case=cases[d["key"]],
+                position=index,
+                figure_id=a["figure"],
+                role=a["role"],
+                note=a["note"],
+            )
+            for d in attributing
+            for index, a in enumerate(d["attributions"])
+        ],
     )
     return _apply_relations(cases, documents, [cases[d["key"]].pk for d in documents])
 
@@ -381,9 +407,12 @@ def _apply_relations(
     fresh = {triple for triple, note in after.items() if triple not in before or triple in stale}
     if stale:
         Relation.objects.filter(pk__in=[before[triple][0] for triple in stale]).delete()
-    Relation.objects.bulk_create(
-        Relation(case_id=case, other_id=other, kind=kind, note=after[(case, other, kind)])
-        for case, other, kind in fresh
+    insert_rows(
+        Relation,
+        [
+            Relation(case_id=case, other_id=other, kind=kind, note=after[(case, other, kind)])
+            for case, other, kind in fresh
+        ],
     )
     return {
         keys[pk]

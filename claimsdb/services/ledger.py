@@ -12,6 +12,8 @@ from django.utils import timezone
 from claimsdb.models import LedgerHead, Revision
 from claimsdb.records import dumps_compact, sha256_text
 
+from .rows import insert_rows
+
 GENESIS_HASH = "0" * 64
 
 
@@ -130,7 +132,15 @@ class RevisionChain:
         """Insert the revisions added since the last save and advance the head."""
         if not self.revisions:
             return
-        Revision.objects.bulk_create(self.revisions, batch_size=500)
+        insert_rows(Revision, self.revisions)
+        if any(revision.pk is None for revision in self.revisions):
+            pks = dict(
+                Revision.objects.filter(
+                    number__in=[revision.number for revision in self.revisions]
+                ).values_list("number", "pk")
+            )
+            for revision in self.revisions:
+                revision.pk = pks[revision.number]
         self.revisions = []
         self.head.save(update_fields=["number", "chain_hash"])
 
