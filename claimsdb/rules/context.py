@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import F
+
 from claimsdb.models import (
     AssessmentMethod,
     Attribution,
@@ -40,62 +42,117 @@ class DocumentContext:
 
 
 def case_context(document: dict[str, Any], *, action: str, current_runs) -> DocumentContext:
-    key = document["key"]
-    claim_ids = [c["id"] for c in document["claims"]]
-    figure_refs = {a["figure"] for a in document["attributions"]} | {
-        f["id"] for f in document["figures"]
-    }
-    figure_claims = {c for f in document["figures"] for c in f["claims"]}
-    source_refs = {e["source"] for c in document["claims"] for e in c["evidence"]} | {
-        s for a in document["assessments"] for s in a["evidence_basis"]["sources"]
-    }
-    context = DocumentContext(
-        kind="case",
-        key=key,
-        exists=current_runs is not None,
-        action=action,
-        current_runs=current_runs,
-    )
-    context.sources = set(Source.objects.filter(key__in=source_refs).values_list("key", flat=True))
-    context.methods = {
-        m.key: m
-        for m in AssessmentMethod.objects.filter(
-            key__in={a["method"] for a in document["assessments"]}
+    """The context of one case document (see ``case_contexts``)."""
+    (context,) = case_contexts([CaseContextRequest(document, action, current_runs)])
+    return context
+
+
+@dataclass
+class CaseContextRequest:
+    """A case document whose context is wanted; ``current_runs`` is None for a new case."""
+
+    document: dict[str, Any]
+    action: str
+    current_runs: list[dict[str, Any]] | None
+
+
+@dataclass
+class _CaseRefs:
+    """What one case document names, and so what its context holds."""
+
+    claim_ids: set[str]
+    figure_refs: set[str]
+    figure_claims: set[str]
+    sources: set[str]
+    methods: set[str]
+    cases: set[str]
+
+    @classmethod
+    def of(cls, document: dict[str, Any]) -> _CaseRefs:
+        return cls(
+            claim_ids={c["id"] for c in document["claims"]},
+            figure_refs={a["figure"] for a in document["attributions"]}
+            | {f["id"] for f in document["figures"]},
+            figure_claims={c for f in document["figures"] for c in f["claims"]},
+            sources={e["source"] for c in document["claims"] for e in c["evidence"]}
+            | {s for a in document["assessments"] for s in a["evidence_basis"]["sources"]},
+            methods={a["method"] for a in document["assessments"]},
+            cases={r["case"] for r in document["relations"]},
         )
-    }
-    context.cases = set(
-        Case.objects.filter(key__in={r["case"] for r in document["relations"]}).values_list(
-            "key", flat=True
-        )
-    )
-    context.reserved_claims = dict(
-        ClaimIdReservation.objects.filter(claim_id__in=claim_ids).values_list(
+
+
+def case_contexts(requests: list[CaseContextRequest]) -> list[DocumentContext]:
+    """The contexts of many case documents, looked up together: a fixed number of queries
+    however many documents, each context holding only what its own document names."""
+    refs = [_CaseRefs.of(r.document) for r in requests]
+    every = _CaseRefs(*(set().union(*(getattr(r, name) for r in refs)) for name in _REF_FIELDS))
+    sources = set(Source.objects.filter(key__in=every.sources).values_list("key", flat=True))
+    methods = {m.key: m for m in AssessmentMethod.objects.filter(key__in=every.methods)}
+    cases = set(Case.objects.filter(key__in=every.cases).values_list("key", flat=True))
+    reserved = dict(
+        ClaimIdReservation.objects.filter(claim_id__in=every.claim_ids).values_list(
             "claim_id", "case_key"
         )
     )
-    context.live_claims = dict(
-        Claim.objects.filter(claim_id__in=set(claim_ids) | figure_claims).values_list(
+    live = dict(
+        Claim.objects.filter(claim_id__in=every.claim_ids | every.figure_claims).values_list(
             "claim_id", "case__key"
         )
     )
-    context.figures = dict(
-        Figure.objects.filter(figure_id__in=figure_refs).values_list("figure_id", "case__key")
+    figures = dict(
+        Figure.objects.filter(figure_id__in=every.figure_refs).values_list("figure_id", "case__key")
     )
-    if context.exists:
-        kept = {f["id"] for f in document["figures"]}
-        for figure_id, other in (
-            Attribution.objects.filter(figure__case__key=key)
-            .exclude(case__key=key)
-            .exclude(figure_id__in=kept)
-            .values_list("figure_id", "case__key")
-        ):
-            context.figures_in_use.setdefault(figure_id, f"attributed by case {other}")
+    in_use = _figures_in_use({r.document["key"] for r in requests if r.current_runs is not None})
+    contexts = []
+    for request, own in zip(requests, refs, strict=True):
+        key = request.document["key"]
+        context = DocumentContext(
+            kind="case",
+            key=key,
+            exists=request.current_runs is not None,
+            action=request.action,
+            current_runs=request.current_runs,
+        )
+        context.sources = own.sources & sources
+        context.methods = {k: methods[k] for k in own.methods if k in methods}
+        context.cases = own.cases & cases
+        context.reserved_claims = {c: reserved[c] for c in own.claim_ids if c in reserved}
+        context.live_claims = {c: live[c] for c in own.claim_ids | own.figure_claims if c in live}
+        context.figures = {f: figures[f] for f in own.figure_refs if f in figures}
+        if context.exists:
+            kept = {f["id"] for f in request.document["figures"]}
+            for figure_id, user in in_use.get(key, []):
+                if figure_id not in kept:
+                    context.figures_in_use.setdefault(figure_id, user)
+        contexts.append(context)
+    return contexts
+
+
+_REF_FIELDS = ("claim_ids", "figure_refs", "figure_claims", "sources", "methods", "cases")
+
+
+def _figures_in_use(case_keys: set[str]) -> dict[str, list[tuple[str, str]]]:
+    """For each case, its figures that other cases attribute or active rules name: the
+    attributions first (in their order), then the rules by key."""
+    in_use: dict[str, list[tuple[str, str]]] = {}
+    if not case_keys:
+        return in_use
+    for figure_id, owner, other in (
+        Attribution.objects.filter(figure__case__key__in=case_keys)
+        .exclude(case__key=F("figure__case__key"))
+        .values_list("figure_id", "figure__case__key", "case__key")
+    ):
+        in_use.setdefault(owner, []).append((figure_id, f"attributed by case {other}"))
+    owners = dict(
+        Figure.objects.filter(case__key__in=case_keys).values_list("figure_id", "case__key")
+    )
+    if owners:
         for figure_id, rule_key in (
-            ScopeRule.objects.filter(
-                status="active", figure__in=Figure.objects.filter(case__key=key).values("figure_id")
-            )
-            .exclude(figure__in=kept)
+            ScopeRule.objects.filter(status="active", figure__in=list(owners))
+            .order_by("key")
             .values_list("figure", "key")
         ):
-            context.figures_in_use.setdefault(figure_id, f"named by scope rule {rule_key}")
-    return context
+            in_use.setdefault(owners[figure_id], []).append(
+                (figure_id, f"named by scope rule {rule_key}")
+            )
+    return in_use

@@ -1,6 +1,6 @@
 """The only code that writes domain tables (DESIGN.md §2)."""
 
-from .bundles import bundle_load
+from .bundles import bundle_load, bundle_load_file
 from .claims import claim_add, claim_update, claim_withdraw
 from .records import (
     ANY_REVISION,
@@ -28,6 +28,7 @@ __all__ = [
     "RecordWrite",
     "WriteOutcome",
     "bundle_load",
+    "bundle_load_file",
     "case_create",
     "case_update",
     "case_withdraw",

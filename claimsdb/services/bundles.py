@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+import gc
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 
-from claimsdb.records import parse_bundle
+from claimsdb.records import RuleViolation, RuleViolations, loads, parse_bundle, parse_document
+from claimsdb.records.bundle_stream import BundleOutline, iter_list, outline
+from claimsdb.records.schema import BUNDLE_LISTS
 
+from .ledger import lock_head
 from .writer import KIND_ROLE, RecordWrite, WriteOutcome, write_records
+
+BATCH_SIZE = 500
 
 
 def bundle_load(
@@ -29,3 +40,180 @@ def bundle_load(
     kinds = {w.kind for w in writes}
     role = "reviewer" if any(KIND_ROLE[k] == "reviewer" for k in kinds) else "analyst"
     return write_records(user=user, writes=writes, summary=summary, material=material, role=role)
+
+
+OutcomeSink = Callable[[list[WriteOutcome]], None]
+
+
+def bundle_load_file(
+    *,
+    user: AbstractBaseUser,
+    path: Path,
+    summary: str,
+    material: bool = True,
+    batch_size: int = BATCH_SIZE,
+    on_outcomes: OutcomeSink | None = None,
+) -> int:
+    """Load a bundle file of any size, streaming it in batches: all of it or nothing.
+
+    The file is read twice, never held: an outline pass (its shape, duplicate keys, which
+    cases are linked), then each list in turn (methods, sources, cases, rules), written
+    ``batch_size`` records per ``write_records`` call, all in one transaction under the
+    ledger lock. Linked cases go in the same batch. If any record is refused, the remaining
+    batches are still checked, so that every problem is reported with its bundle path;
+    then nothing is written (RuleViolations). ``on_outcomes`` receives each batch's
+    outcomes as it is written (inside the transaction). Returns the number of records.
+    A file holding one record document is loaded as a bundle of one. See
+    docs/bulk-loading.md.
+    """
+    with open(path, "rb") as stream:
+        shape = outline(stream)
+        if not shape.is_bundle and not shape.problems:
+            stream.seek(0)
+            outcomes = bundle_load(
+                user=user, bundle=loads(stream.read()), summary=summary, material=material
+            )
+            if on_outcomes is not None:
+                on_outcomes(outcomes)
+            return len(outcomes)
+        if shape.problems:
+            raise RuleViolations(shape.problems)
+        # the whole file needs the role of its most demanding kind of record, as one change
+        kinds = {kind for name, kind in BUNDLE_LISTS.items() if shape.counts.get(name)}
+        role = "reviewer" if any(KIND_ROLE[k] == "reviewer" for k in kinds) else "analyst"
+        loader = _BulkLoader(user, summary, material, role, on_outcomes)
+        with transaction.atomic():
+            lock_head()
+            for name in BUNDLE_LISTS:
+                for batch in _batches(stream, name, shape, batch_size, loader.problems):
+                    loader.write(batch)
+                    # the documents and rows read back form reference cycles: free them now,
+                    # so that memory follows the batch rather than the garbage collector
+                    del batch
+                    gc.collect()
+            if loader.problems:
+                raise RuleViolations(loader.problems)
+        return loader.written
+
+
+class _BulkLoader:
+    """Writes batches, each in a savepoint; collects the problems of refused ones."""
+
+    def __init__(
+        self, user, summary: str, material: bool, role: str, on_outcomes: OutcomeSink | None
+    ):
+        self.user = user
+        self.summary = summary
+        self.material = material
+        self.role = role
+        self.on_outcomes = on_outcomes
+        self.problems: list[RuleViolation] = []
+        self.written = 0
+
+    def write(self, writes: list[_BatchWrite]) -> None:
+        """Write a batch; if refused, report why and write again without the refused
+        records and the cases linked to them, so later batches can refer to the rest."""
+        while writes:
+            try:
+                outcomes = write_records(
+                    user=self.user,
+                    writes=writes,
+                    summary=self.summary,
+                    material=self.material,
+                    role=self.role,
+                )
+            except RuleViolations as refused:
+                self.problems.extend(refused.violations)
+                refused_paths = {_record_path(v.path) for v in refused.violations}
+                groups = {w.group for w in writes if w.path in refused_paths}
+                kept = [w for w in writes if w.group not in groups]
+                if len(kept) == len(writes):
+                    return  # a problem no record of the batch can be blamed for
+                writes = kept
+                continue
+            if not self.problems:
+                self.written += len(outcomes)
+                if self.on_outcomes is not None:
+                    self.on_outcomes(outcomes)
+            return
+
+
+_RECORD_PATH = re.compile(r"^[a-z]+\[\d+\]")
+
+
+def _record_path(path: str) -> str:
+    match = _RECORD_PATH.match(path)
+    return match.group(0) if match else ""
+
+
+@dataclass
+class _BatchWrite(RecordWrite):
+    """A write that knows its group of linked cases (itself if it has none)."""
+
+    group: Any = None
+
+
+def _batches(
+    stream: IO[bytes],
+    name: str,
+    shape: BundleOutline,
+    batch_size: int,
+    problems: list[RuleViolation],
+) -> Iterator[list[_BatchWrite]]:
+    """The list's valid documents as batches of writes; schema problems go to ``problems``.
+
+    A case whose group of linked cases is not complete yet is held until its last member
+    has been read, so that the group is written in one batch.
+    """
+    kind = BUNDLE_LISTS[name]
+    batch: list[_BatchWrite] = []
+    held: dict[int, list[_BatchWrite]] = {}
+    missing: dict[int, int] = {}
+    for index, raw in iter_list(stream, name):
+        path = f"{name}[{index}]"
+        write = _parse(kind, raw, path, shape, problems)
+        if kind != "case":
+            if write is not None:
+                write.group = (name, index)
+                batch.append(write)
+        else:
+            group, size = shape.links.group(index)
+            if size == 1:
+                if write is not None:
+                    write.group = (name, index)
+                    batch.append(write)
+            else:
+                if write is not None:
+                    write.group = (name, group)
+                    held.setdefault(group, []).append(write)
+                missing[group] = missing.get(group, size) - 1
+                if missing[group] == 0:
+                    del missing[group]
+                    batch.extend(held.pop(group, []))
+        if len(batch) >= batch_size:
+            yield batch
+            batch = []
+    for group in list(held):  # groups the outline counted but the list did not complete
+        batch.extend(held.pop(group))
+    if batch:
+        yield batch
+
+
+def _parse(
+    kind: str, raw: Any, path: str, shape: BundleOutline, problems: list[RuleViolation]
+) -> _BatchWrite | None:
+    try:
+        _, document = parse_document(raw, kind)
+    except RuleViolations as refused:
+        problems.extend(v.prefixed(path) for v in refused.violations)
+        return None
+    if path in shape.duplicates:
+        problems.append(
+            RuleViolation(
+                "document.duplicate_key",
+                f"{document['key']} appears twice in this bundle",
+                f"{path}.key",
+            )
+        )
+        return None
+    return _BatchWrite(kind=kind, document=document, mode="upsert", path=path)

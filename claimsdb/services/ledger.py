@@ -12,6 +12,8 @@ from django.utils import timezone
 from claimsdb.models import LedgerHead, Revision
 from claimsdb.records import dumps_compact, sha256_text
 
+from .rows import insert_rows
+
 GENESIS_HASH = "0" * 64
 
 
@@ -75,6 +77,74 @@ def latest_revision(record_kind: str, record_key: str) -> Revision | None:
     )
 
 
+class RevisionChain:
+    """Revisions of one change, numbered and chained in Python under the held head lock,
+    then inserted with one statement per batch and the head advanced once (``save``)."""
+
+    def __init__(self, head: LedgerHead, *, author: AbstractBaseUser, summary: str, material: bool):
+        self.head = head
+        self.author = author
+        self.summary = summary
+        self.material = material
+        self.revisions: list[Revision] = []
+
+    def add(
+        self, record_kind: str, record_key: str, action: str, snapshot: str, *, summary: str = ""
+    ) -> Revision:
+        """Number and chain the next revision; ``snapshot`` is the compact document."""
+        summary = summary or self.summary
+        snapshot_sha256 = sha256_text(snapshot)
+        number = self.head.number + 1
+        # Stored and hashed at microsecond precision, which both databases keep exactly.
+        created_at = timezone.now().astimezone(dt.UTC)
+        digest = chain_hash(
+            previous_hash=self.head.chain_hash,
+            number=number,
+            record_kind=record_kind,
+            record_key=record_key,
+            action=action,
+            material=self.material,
+            summary=summary,
+            author_id=self.author.pk,
+            created_at=created_at,
+            snapshot_sha256=snapshot_sha256,
+        )
+        revision = Revision(
+            number=number,
+            record_kind=record_kind,
+            record_key=record_key,
+            action=action,
+            material=self.material,
+            summary=summary,
+            author=self.author,
+            created_at=created_at,
+            snapshot=snapshot,
+            snapshot_sha256=snapshot_sha256,
+            previous_hash=self.head.chain_hash,
+            chain_hash=digest,
+        )
+        self.revisions.append(revision)
+        self.head.number = number
+        self.head.chain_hash = digest
+        return revision
+
+    def save(self) -> None:
+        """Insert the revisions added since the last save and advance the head."""
+        if not self.revisions:
+            return
+        insert_rows(Revision, self.revisions)
+        if any(revision.pk is None for revision in self.revisions):
+            pks = dict(
+                Revision.objects.filter(
+                    number__in=[revision.number for revision in self.revisions]
+                ).values_list("number", "pk")
+            )
+            for revision in self.revisions:
+                revision.pk = pks[revision.number]
+        self.revisions = []
+        self.head.save(update_fields=["number", "chain_hash"])
+
+
 def append_revision(
     *,
     head: LedgerHead,
@@ -87,38 +157,7 @@ def append_revision(
     document: dict[str, Any],
 ) -> Revision:
     """Append one revision under the already-held head lock and advance the head."""
-    snapshot = dumps_compact(document)
-    snapshot_sha256 = sha256_text(snapshot)
-    number = head.number + 1
-    # Stored and hashed at microsecond precision, which both databases keep exactly.
-    created_at = timezone.now().astimezone(dt.UTC)
-    digest = chain_hash(
-        previous_hash=head.chain_hash,
-        number=number,
-        record_kind=record_kind,
-        record_key=record_key,
-        action=action,
-        material=material,
-        summary=summary,
-        author_id=author.pk,
-        created_at=created_at,
-        snapshot_sha256=snapshot_sha256,
-    )
-    revision = Revision.objects.create(
-        number=number,
-        record_kind=record_kind,
-        record_key=record_key,
-        action=action,
-        material=material,
-        summary=summary,
-        author=author,
-        created_at=created_at,
-        snapshot=snapshot,
-        snapshot_sha256=snapshot_sha256,
-        previous_hash=head.chain_hash,
-        chain_hash=digest,
-    )
-    head.number = number
-    head.chain_hash = digest
-    head.save(update_fields=["number", "chain_hash"])
+    chain = RevisionChain(head, author=author, summary=summary, material=material)
+    revision = chain.add(record_kind, record_key, action, dumps_compact(document))
+    chain.save()
     return revision

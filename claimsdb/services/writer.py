@@ -23,15 +23,16 @@ from claimsdb.records import (
     StaleRevision,
     diff,
     dumps_compact,
-    record_document,
+    sha256_text,
 )
 from claimsdb.rules import ScopeState, run_field_rules, run_scope_rules
-from claimsdb.rules.context import DocumentContext, case_context
+from claimsdb.rules.context import CaseContextRequest, DocumentContext
+from claimsdb.rules.context import case_contexts as load_case_contexts
 from claimsdb.rules.scope import bridge_hits, non_attribution_hits
 from claimsdb.rules.scoped import affected_cases, load_scoped
 
-from . import apply
-from .ledger import append_revision, latest_revision, lock_head
+from . import apply, lookups
+from .ledger import RevisionChain, lock_head
 from .permissions import require_role
 
 KIND_ORDER = {"method": 0, "source": 1, "case": 2, "rule": 3}
@@ -119,30 +120,34 @@ def write_records(
         previous = _check_existence_and_staleness(writes)
         _validate_fields(writes, previous)
         before = _scope_violations(writes)
-        partners_before = _partners(writes)
-        _apply(writes, previous)
+        partners = _apply(writes, previous)
         if before_apply is not None:
             before_apply()
         _check_scope(writes, before)
         live = _check_round_trip(writes)
-        partners = (partners_before | _partners(writes)) - {
-            w.key for w in writes if w.kind == "case"
-        }
+        partners -= {w.key for w in writes if w.kind == "case"}
         return _append_revisions(
             head, user, writes, previous, live, partners, summary=summary, material=material
         )
 
 
 def _check_existence_and_staleness(writes: list[RecordWrite]) -> dict[tuple[str, str], Any]:
-    """The latest revision number of each record (None if it has none); refuse stale edits."""
+    """The live document and latest revision of each record (None where there is none);
+    refuse stale edits. A fixed number of queries per record kind, however many records."""
+    documents: dict[str, dict[str, dict[str, Any]]] = {}
+    revisions: dict[str, dict[str, Any]] = {}
+    for kind in {w.kind for w in writes}:
+        keys = {w.key for w in writes if w.kind == kind}
+        documents[kind] = lookups.record_documents(kind, keys)
+        revisions[kind] = lookups.latest_revisions(kind, keys)
     previous = {}
     for write in writes:
-        current = record_document(write.kind, write.key)
+        current = documents[write.kind].get(write.key)
         if write.mode == "create" and current is not None:
             raise RecordExists(write.kind, write.key)
         if write.mode == "update" and current is None:
             raise RecordNotFound(write.kind, write.key)
-        latest = latest_revision(write.kind, write.key)
+        latest = revisions[write.kind].get(write.key)
         number = latest.number if latest else None
         if write.check_expected and write.expected_revision != number:
             raise StaleRevision(
@@ -154,10 +159,9 @@ def _check_existence_and_staleness(writes: list[RecordWrite]) -> dict[tuple[str,
 
 def _validate_fields(writes: list[RecordWrite], previous) -> None:
     pending = _PendingIndex(writes)
+    contexts = _contexts(writes, previous, pending)
     problems: list[RuleViolation] = []
-    for write in writes:
-        current, _ = previous[(write.kind, write.key)]
-        context = _context(write, current, pending)
+    for write, context in zip(writes, contexts, strict=True):
         for violation in run_field_rules(write.kind, write.document, context):
             problems.append(violation.prefixed(write.path) if write.path else violation)
     problems.extend(pending.conflicts())
@@ -212,48 +216,116 @@ class _PendingIndex:
         return problems
 
 
-def _context(write: RecordWrite, current, pending: _PendingIndex) -> DocumentContext:
-    action = write.action or ("update" if current is not None else "create")
-    if write.kind == "case":
-        context = case_context(
-            write.document,
-            action=action,
-            current_runs=current["reproduction_runs"] if current is not None else None,
+def _contexts(writes: list[RecordWrite], previous, pending: _PendingIndex) -> list[DocumentContext]:
+    """Every write's context, each kind's looked up together (fixed queries per change)."""
+    actions = {}
+    for write in writes:
+        current, _ = previous[(write.kind, write.key)]
+        actions[id(write)] = write.action or ("update" if current is not None else "create")
+    cases = [w for w in writes if w.kind == "case"]
+    case_contexts = dict(
+        zip(
+            map(id, cases),
+            load_case_contexts(
+                [
+                    CaseContextRequest(
+                        w.document,
+                        actions[id(w)],
+                        _current_runs(previous[(w.kind, w.key)][0]),
+                    )
+                    for w in cases
+                ]
+            ),
+            strict=True,
         )
-        context.sources |= pending.sources & _source_refs(write.document)
-        context.methods.update(pending.methods)
-        context.cases |= pending.cases
-        # other cases of the same change count as existing (their own conflicts are
-        # reported by _PendingIndex.conflicts)
-        for claim_id, owners in pending.claims.items():
-            if owners[0][0] != write.key:
-                context.live_claims.setdefault(claim_id, owners[0][0])
-        for figure_id, owners in pending.figures.items():
-            if owners[0][0] != write.key:
-                context.figures.setdefault(figure_id, owners[0][0])
-        return context
-    context = DocumentContext(
-        kind=write.kind, key=write.key, exists=current is not None, action=action
     )
-    if write.kind == "rule":
-        context.figures = dict(
-            Figure.objects.filter(figure_id=write.document["figure"]).values_list(
-                "figure_id", "case__key"
-            )
+    rule_figures, rule_cases = _rule_lookups([w for w in writes if w.kind == "rule"])
+    methods_in_use = _methods_in_use(
+        [w for w in writes if w.kind == "method" and previous[(w.kind, w.key)][0]]
+    )
+    contexts = []
+    for write in writes:
+        current, _ = previous[(write.kind, write.key)]
+        action = actions[id(write)]
+        if write.kind == "case":
+            contexts.append(_pending_case_context(write, case_contexts[id(write)], pending))
+            continue
+        context = DocumentContext(
+            kind=write.kind, key=write.key, exists=current is not None, action=action
         )
-        for figure_id, owners in pending.figures.items():
+        if write.kind == "rule":
+            # a rule names one figure and one case: only those are looked up
+            figure = write.document["figure"]
+            owner = rule_figures.get(figure) or (pending.figures.get(figure) or [(None,)])[0][0]
+            context.figures = {figure: owner} if owner is not None else {}
+            context.cases = {write.document["case"]} & (rule_cases | pending.cases)
+        if write.kind == "method" and current is not None:
+            changed = {k: v for k, v in write.document.items() if k != "status"} != {
+                k: v for k, v in current.items() if k != "status"
+            }
+            context.method_in_use = changed and write.key in methods_in_use
+        contexts.append(context)
+    return contexts
+
+
+def _rule_lookups(rules: list[RecordWrite]) -> tuple[dict[str, str], set[str]]:
+    """The figures (with their cases) and the cases that the rules name and that exist."""
+    if not rules:
+        return {}, set()
+    figures = Figure.objects.filter(figure_id__in={w.document["figure"] for w in rules})
+    cases = Case.objects.filter(key__in={w.document["case"] for w in rules})
+    return (
+        dict(figures.values_list("figure_id", "case__key")),
+        set(cases.values_list("key", flat=True)),
+    )
+
+
+def _methods_in_use(methods: list[RecordWrite]) -> set[str]:
+    """Which of these existing methods some assessment uses."""
+    if not methods:
+        return set()
+    return set(
+        Assessment.objects.filter(method__key__in={w.key for w in methods})
+        .values_list("method__key", flat=True)
+        .distinct()
+    )
+
+
+def _current_runs(current: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    return current["reproduction_runs"] if current is not None else None
+
+
+def _pending_case_context(
+    write: RecordWrite, context: DocumentContext, pending: _PendingIndex
+) -> DocumentContext:
+    """Records of the same change count as existing for a case document.
+
+    Only the names the document uses are looked up, so the cost follows the document, not
+    the size of the change; other cases' own conflicts are reported by
+    ``_PendingIndex.conflicts``.
+    """
+    document = write.document
+    context.sources |= pending.sources & _source_refs(document)
+    for assessment in document["assessments"]:
+        if assessment["method"] in pending.methods:
+            context.methods[assessment["method"]] = pending.methods[assessment["method"]]
+    context.cases |= pending.cases & {r["case"] for r in document["relations"]}
+    claim_refs = (
+        {c["id"] for c in document["claims"]}
+        | {c for f in document["figures"] for c in f["claims"]}
+        | {c for a in document["assessments"] for c in a["evidence_basis"]["claims"]}
+    )
+    for claim_id in claim_refs:
+        owners = pending.claims.get(claim_id)
+        if owners and owners[0][0] != write.key:
+            context.live_claims.setdefault(claim_id, owners[0][0])
+    figure_refs = {a["figure"] for a in document["attributions"]} | {
+        f["id"] for f in document["figures"]
+    }
+    for figure_id in figure_refs:
+        owners = pending.figures.get(figure_id)
+        if owners and owners[0][0] != write.key:
             context.figures.setdefault(figure_id, owners[0][0])
-        context.cases = (
-            set(Case.objects.filter(key=write.document["case"]).values_list("key", flat=True))
-            | pending.cases
-        )
-    if write.kind == "method" and current is not None:
-        changed = {k: v for k, v in write.document.items() if k != "status"} != {
-            k: v for k, v in current.items() if k != "status"
-        }
-        context.method_in_use = (
-            changed and Assessment.objects.filter(method__key=write.key).exists()
-        )
     return context
 
 
@@ -263,24 +335,25 @@ def _source_refs(document: dict[str, Any]) -> set[str]:
     }
 
 
-def _apply(writes: list[RecordWrite], previous) -> None:
-    cases = {}
-    for write in writes:
-        if write.kind == "method":
-            apply.apply_method(write.document)
-        elif write.kind == "source":
-            apply.apply_source(write.document)
-        elif write.kind == "case":
-            current, _ = previous[(write.kind, write.key)]
-            cases[write.key] = apply.apply_case_content(
-                write.document, restore_runs=current is None
-            )
-    for write in writes:
-        if write.kind == "case":
-            apply.apply_case_links(cases[write.key], write.document)
-    for write in writes:
-        if write.kind == "rule":
-            apply.apply_rule(write.document)
+def _apply(writes: list[RecordWrite], previous) -> set[str]:
+    """Write the live tables: each kind's records together, in a fixed number of queries.
+
+    Returns the cases on the other side of a symmetric relation that changed (partners),
+    whose documents change with it."""
+
+    def documents(kind: str) -> list[dict[str, Any]]:
+        return [w.document for w in writes if w.kind == kind]
+
+    apply.apply_methods(documents("method"))
+    apply.apply_sources(documents("source"))
+    cases = documents("case")
+    partners: set[str] = set()
+    if cases:
+        current = {d["key"]: previous[("case", d["key"])][0] for d in cases}
+        written = apply.apply_case_contents(cases, current=current)
+        partners = apply.apply_case_links(written, cases, current=current)
+    apply.apply_rules(documents("rule"))
+    return partners
 
 
 @dataclass(frozen=True)
@@ -375,15 +448,20 @@ def _unique(problems: list[RuleViolation]) -> list[RuleViolation]:
 def _check_round_trip(writes: list[RecordWrite]) -> dict[tuple[str, str], dict[str, Any]]:
     """What was written reads back as the document sent (e.g. both sides of a relation agree).
 
-    Returns the documents read back, which the revisions then snapshot.
+    Returns the documents read back (a fixed number of queries per kind), which the
+    revisions then snapshot.
     """
     problems = []
+    live = {
+        kind: lookups.record_documents(kind, {w.key for w in writes if w.kind == kind})
+        for kind in {w.kind for w in writes}
+    }
     documents = {}
     for write in writes:
-        live = documents[(write.kind, write.key)] = record_document(write.kind, write.key)
-        if live == write.document:
+        document = documents[(write.kind, write.key)] = live[write.kind].get(write.key)
+        if document == write.document:
             continue
-        for change in diff(write.document, live):
+        for change in diff(write.document, document):
             path = f"{write.path}.{change.path}" if write.path else change.path
             problems.append(
                 RuleViolation(
@@ -400,56 +478,48 @@ def _check_round_trip(writes: list[RecordWrite]) -> dict[tuple[str, str], dict[s
     return documents
 
 
-def _partners(writes: list[RecordWrite]) -> set[str]:
-    partners: set[str] = set()
-    for write in writes:
-        if write.kind == "case":
-            partners |= apply.relation_partners(write.key)
-    return partners
+_OUTCOMES = {
+    "create": "created",
+    "update": "updated",
+    "withdraw": "withdrawn",
+    "revert": "reverted",
+    "import": "imported",
+}
 
 
 def _append_revisions(
     head, user, writes, previous, live, partners, *, summary: str, material: bool
 ) -> list[WriteOutcome]:
+    """One revision per changed record, then one per partner case whose document changed
+    with a relation; chained in order and inserted together, the head advanced once."""
     outcomes = []
+    chain = RevisionChain(head, author=user, summary=summary, material=material)
     for write in writes:
         _, latest = previous[(write.kind, write.key)]
         document = live[(write.kind, write.key)]
-        if latest is not None and latest.snapshot == dumps_compact(document):
+        snapshot = dumps_compact(document)
+        if latest is not None and latest.snapshot_sha256 == sha256_text(snapshot):
             outcomes.append(WriteOutcome(write.kind, write.key, "unchanged", None, document))
             continue
         action = write.action or ("update" if latest is not None else "create")
-        revision = append_revision(
-            head=head,
-            record_kind=write.kind,
-            record_key=write.key,
-            action=action,
-            material=material,
-            summary=summary,
-            author=user,
-            document=document,
-        )
-        outcome = {
-            "create": "created",
-            "update": "updated",
-            "withdraw": "withdrawn",
-            "revert": "reverted",
-            "import": "imported",
-        }[action]
-        outcomes.append(WriteOutcome(write.kind, write.key, outcome, revision, document))
+        revision = chain.add(write.kind, write.key, action, snapshot)
+        outcomes.append(WriteOutcome(write.kind, write.key, _OUTCOMES[action], revision, document))
+    partner_documents = lookups.record_documents("case", partners)
+    partner_latest = lookups.latest_revisions("case", partners)
     for key in sorted(partners):
-        document = record_document("case", key)
-        latest = latest_revision("case", key)
-        if document is None or (latest and latest.snapshot == dumps_compact(document)):
+        document = partner_documents.get(key)
+        if document is None:
             continue
-        append_revision(
-            head=head,
-            record_kind="case",
-            record_key=key,
-            action="update" if latest else "create",
-            material=material,
+        snapshot = dumps_compact(document)
+        latest = partner_latest.get(key)
+        if latest and latest.snapshot_sha256 == sha256_text(snapshot):
+            continue
+        chain.add(
+            "case",
+            key,
+            "update" if latest else "create",
+            snapshot,
             summary=f"{summary} (relation changed from the other case)",
-            author=user,
-            document=document,
         )
+    chain.save()
     return outcomes

@@ -1,0 +1,226 @@
+"""Reading a ``claimsdb.bundle/1`` file without holding it: an outline pass, then its lists.
+
+``outline`` reads the file once, event by event, and keeps only what a bulk load needs to
+plan its batches: the shape of the top level, the keys of every list (to refuse a key
+given twice) and, for cases, which cases are linked by relations or attributions — the
+cases that must be written in the same batch. ``iter_list`` then reads one list's items
+one at a time. See docs/bulk-loading.md.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import ijson
+
+from . import schema
+from .errors import RuleViolation, RuleViolations
+
+_BUF_SIZE = 256 * 1024
+
+_EVENT_TYPES = {
+    "start_map": "an object",
+    "start_array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+@dataclass
+class CaseLinks:
+    """Which cases of a bundle refer to one another (relations, attributions of figures).
+
+    Cases are numbered by their position in the bundle's ``cases`` list; linked cases share
+    a group, and a group is written in one batch so that its documents are checked
+    together, as one change would check them. Memory: a few machine words per case.
+    """
+
+    parent: array = field(default_factory=lambda: array("q"))
+    sizes: dict[int, int] = field(default_factory=dict)
+
+    def add_case(self) -> int:
+        self.parent.append(len(self.parent))
+        return len(self.parent) - 1
+
+    def find(self, index: int) -> int:
+        parent = self.parent
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+
+    def link(self, a: int, b: int) -> None:
+        a, b = self.find(a), self.find(b)
+        if a != b:
+            self.parent[max(a, b)] = min(a, b)
+
+    def finish(self) -> None:
+        """Count the members of the groups of more than one case."""
+        counts: dict[int, int] = {}
+        for index in range(len(self.parent)):
+            root = self.find(index)
+            counts[root] = counts.get(root, 0) + 1
+        self.sizes = {root: size for root, size in counts.items() if size > 1}
+
+    def group(self, index: int) -> tuple[int, int]:
+        """The group of a case and how many cases it has."""
+        root = self.find(index) if index < len(self.parent) else index
+        return root, self.sizes.get(root, 1)
+
+
+@dataclass
+class BundleOutline:
+    """What the outline pass learnt about a file."""
+
+    format: Any = None
+    problems: list[RuleViolation] = field(default_factory=list)
+    # paths (``sources[4]``) of items whose key an earlier item of the same list has
+    duplicates: set[str] = field(default_factory=set)
+    links: CaseLinks = field(default_factory=CaseLinks)
+    # how many items each list has
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def is_bundle(self) -> bool:
+        return self.format == schema.BUNDLE_FORMAT
+
+
+def malformed(error: Exception) -> RuleViolations:
+    return RuleViolations([RuleViolation("document.malformed", f"not valid JSON: {error}", "")])
+
+
+def outline(stream: IO[bytes]) -> BundleOutline:
+    """One pass over the file: the top level's shape, duplicate keys, linked cases.
+
+    Raises RuleViolations (``document.malformed``) if the file is not JSON. A file whose
+    top level is not a bundle gets ``format`` set and no further checks (the caller loads
+    it as a single document).
+    """
+    result = BundleOutline()
+    top_level: dict[str, str] = {}  # top-level field → the type of its value
+    current: str | None = None
+    item_prefixes = {f"{name}.item": name for name in schema.BUNDLE_LISTS}
+    key_prefixes = {f"{name}.item.key": name for name in schema.BUNDLE_LISTS}
+    counts = dict.fromkeys(schema.BUNDLE_LISTS, -1)
+    seen: dict[str, set[str]] = {name: set() for name in schema.BUNDLE_LISTS}
+    case_keys: dict[str, int] = {}
+    figure_owners: dict[str, int] = {}
+    references: list[tuple[int, str, bool]] = []  # (case, case key or figure ID, is a figure)
+    links = result.links
+    try:
+        events = ijson.parse(stream, buf_size=_BUF_SIZE, use_float=True)
+        for prefix, event, value in events:
+            if prefix == "":
+                if event == "map_key":
+                    current = value
+                elif event != "start_map" and event != "end_map":
+                    result.format = _NOT_AN_OBJECT
+                    result.problems.append(
+                        RuleViolation(
+                            "document.type",
+                            f"must be an object, not {_EVENT_TYPES.get(event, event)}",
+                            "",
+                        )
+                    )
+                    return result
+                continue
+            if prefix == current:
+                top_level[current] = _EVENT_TYPES.get(event, event)
+                current = None
+                if prefix == "format" and event == "string":
+                    result.format = value
+                continue
+            name = item_prefixes.get(prefix)
+            if name is not None:
+                if event in _VALUE_STARTS:  # not the keys or the end of an item
+                    counts[name] += 1
+                    if name == "cases":
+                        links.add_case()
+                continue
+            name = key_prefixes.get(prefix)
+            if name is not None:
+                if event == "string":
+                    if value in seen[name]:
+                        result.duplicates.add(f"{name}[{counts[name]}]")
+                    seen[name].add(value)
+                    if name == "cases":
+                        case_keys.setdefault(value, counts[name])
+                continue
+            if prefix == "cases.item.figures.item.id" and event == "string":
+                figure_owners.setdefault(value, counts["cases"])
+            elif prefix == "cases.item.relations.item.case" and event == "string":
+                references.append((counts["cases"], value, False))
+            elif prefix == "cases.item.attributions.item.figure" and event == "string":
+                references.append((counts["cases"], value, True))
+    except ijson.JSONError as error:
+        raise malformed(error) from error
+    except UnicodeDecodeError as error:
+        raise RuleViolations(
+            [RuleViolation("document.malformed", f"the file is not UTF-8 text: {error}", "")]
+        ) from error
+    if "format" in top_level and top_level["format"] != "a string":
+        result.format = None
+    if result.format in schema.FORMATS:
+        return result
+    del seen
+    for case, target, is_figure in references:
+        other = figure_owners.get(target) if is_figure else case_keys.get(target)
+        if other is not None:
+            links.link(case, other)
+    del references, case_keys, figure_owners
+    links.finish()
+    result.counts = {name: count + 1 for name, count in counts.items()}
+    result.problems.extend(_outline_problems(result.format, top_level))
+    return result
+
+
+_NOT_AN_OBJECT = object()
+_VALUE_STARTS = frozenset(_EVENT_TYPES)
+
+
+def _outline_problems(fmt: Any, top_level: dict[str, str]) -> list[RuleViolation]:
+    """The problems ``parse_bundle`` finds at a bundle's top level, in its words."""
+    if fmt != schema.BUNDLE_FORMAT:
+        known = ", ".join(repr(f) for f in [schema.BUNDLE_FORMAT, *schema.FORMATS])
+        code = "document.format" if "format" in top_level else "document.missing_field"
+        return [
+            RuleViolation(
+                code,
+                f"format {fmt!r} is not one this loader reads ({known})",
+                "format",
+            )
+        ]
+    problems = []
+    for name in top_level:
+        if name != "format" and name not in schema.BUNDLE_LISTS:
+            problems.append(
+                RuleViolation(
+                    "document.unknown_field", f"{name!r} is not a field of a bundle", name
+                )
+            )
+    for name in schema.BUNDLE_LISTS:
+        if name not in top_level:
+            problems.append(
+                RuleViolation("document.missing_field", f"the field {name!r} is missing", name)
+            )
+        elif top_level[name] != "a list":
+            problems.append(
+                RuleViolation("document.type", f"must be a list, not {top_level[name]}", name)
+            )
+    return problems
+
+
+def iter_list(stream: IO[bytes], name: str) -> Iterator[tuple[int, Any]]:
+    """The items of one list of the bundle, with their index, one at a time."""
+    stream.seek(0)
+    try:
+        items = ijson.items(stream, f"{name}.item", buf_size=_BUF_SIZE, use_float=True)
+        yield from enumerate(items)
+    except ijson.JSONError as error:
+        raise malformed(error) from error

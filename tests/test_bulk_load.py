@@ -1,0 +1,185 @@
+"""The write path at scale: fixed queries per change and per batch, bounded memory, and
+load_records streaming a bundle in batches, all or nothing."""
+
+from __future__ import annotations
+
+import copy
+import json
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from bench import synthetic
+from claimsdb.models import Case, ClaimIdReservation, Relation, Revision, Source
+from claimsdb.records import RuleViolations, bundle_document, dumps_pretty, record_document
+from claimsdb.services import bundle_load_file, case_update
+
+pytestmark = pytest.mark.django_db
+
+
+def write_bundle(tmp_path: Path, cases: int, name: str = "bundle.json") -> Path:
+    return synthetic.write_bundle(tmp_path / name, cases)
+
+
+def bundle_of(cases: list[dict], sources: int = 10) -> dict:
+    return {
+        "format": "claimsdb.bundle/1",
+        "methods": [synthetic.method_document()],
+        "sources": [synthetic.source_document(i) for i in range(sources)],
+        "cases": cases,
+        "rules": [],
+    }
+
+
+def save(tmp_path: Path, bundle: dict, name: str = "bundle.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(bundle, indent=2, sort_keys=True), encoding="utf-8")
+    return path
+
+
+def load(user, path: Path, batch_size: int = 4) -> int:
+    return bundle_load_file(user=user, path=path, summary="Bulk", batch_size=batch_size)
+
+
+def update_queries(user, key: str) -> int:
+    document = copy.deepcopy(record_document("case", key))
+    document["title"] += " (edited)"
+    document["claims"][1]["statement"] += " Edited."
+    with CaptureQueriesContext(connection) as captured:
+        case_update(user=user, key=key, document=document, summary="Edit")
+    return len(captured)
+
+
+def test_one_case_update_costs_the_same_queries_at_two_sizes(reviewer, tmp_path):
+    load(reviewer, write_bundle(tmp_path, 4, "small.json"))
+    small = update_queries(reviewer, synthetic.case_key(2))
+    more = [synthetic.case_document(i, 40) for i in range(4, 40)]
+    for document in more:  # distinct sources are not needed: the first ten are shared
+        for claim in document["claims"]:
+            for link in claim["evidence"]:
+                link["source"] = synthetic.source_key(int(link["source"][-7:]) % 10)
+    load(reviewer, save(tmp_path, bundle_of(more)), batch_size=16)
+    assert Case.objects.count() == 40
+    assert update_queries(reviewer, synthetic.case_key(2)) == small
+
+
+def load_queries(user, path: Path) -> int:
+    """Queries of one load, rolled back so that every load starts from the same state."""
+    with CaptureQueriesContext(connection) as captured, transaction.atomic():
+        load(user, path)
+        transaction.set_rollback(True)
+    return len(captured)
+
+
+def test_load_queries_grow_by_batch_not_by_record(reviewer, tmp_path):
+    # pairs of linked cases, four cases a batch: 2, 3 and 4 batches of cases; ten sources
+    counts = [load_queries(reviewer, write_bundle(tmp_path, n, f"b{n}.json")) for n in (8, 12, 16)]
+    per_batch = counts[1] - counts[0]
+    assert counts[2] - counts[1] == per_batch
+    assert per_batch < 80  # a batch of four cases with 32 claims and 64 evidence links
+    assert Revision.objects.count() == 0
+
+
+def test_memory_of_a_load_follows_the_batch_not_the_file(reviewer, tmp_path):
+    peaks = []
+    for cases in (20, 80):
+        path = write_bundle(tmp_path, cases, f"m{cases}.json")
+        with transaction.atomic():
+            tracemalloc.start()
+            try:
+                load(reviewer, path, batch_size=10)
+                peaks.append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+            transaction.set_rollback(True)
+    assert peaks[1] / peaks[0] <= 1.5, peaks
+
+
+def test_export_after_a_batched_load_is_the_file_byte_for_byte(reviewer, tmp_path):
+    path = write_bundle(tmp_path, 14)
+    assert load(reviewer, path, batch_size=3) == 14 + 10 + 1
+    assert dumps_pretty(bundle_document()) == path.read_text(encoding="utf-8")
+    assert Revision.objects.count() == 25
+    call_command("verify_history", stdout=open("/dev/null", "w"))  # noqa: SIM115
+
+
+def test_a_case_may_refer_to_a_case_in_a_much_later_batch(reviewer, tmp_path):
+    cases = [synthetic.case_document(i, 12) for i in range(12)]
+    first, last = cases[0], cases[11]
+    for document in cases:
+        document["relations"], document["attributions"] = [], []
+    first["relations"] = [{"case": last["key"], "kind": "same_event", "note": ""}]
+    last["relations"] = [{"case": first["key"], "kind": "same_event", "note": ""}]
+    first["attributions"] = [{"figure": last["figures"][0]["id"], "role": "context", "note": ""}]
+    load(reviewer, save(tmp_path, bundle_of(cases)), batch_size=2)
+    assert record_document("case", first["key"]) == first
+    assert record_document("case", last["key"]) == last
+    # the pair was written in one batch, so each got one revision, none for a partner
+    assert not Revision.objects.filter(summary__contains="relation changed").exists()
+
+
+def test_an_error_in_a_late_batch_writes_nothing_and_every_problem_is_reported(reviewer, tmp_path):
+    cases = [synthetic.case_document(i, 12) for i in range(12)]
+    cases[10]["claims"][2]["evidence"][0]["source"] = "SRC-NOWHERE"
+    del cases[7]["title"]
+    path = save(tmp_path, bundle_of(cases))
+    with pytest.raises(RuleViolations) as refused:
+        load(reviewer, path, batch_size=2)
+    found = {(v.code, v.path) for v in refused.value.violations}
+    assert ("evidence.source_unknown", "cases[10].claims[2].evidence[0].source") in found
+    assert ("document.missing_field", "cases[7].title") in found
+    assert Revision.objects.count() == 0
+    assert not Case.objects.exists() and not Source.objects.exists()
+    assert not ClaimIdReservation.objects.exists()
+
+
+def test_load_records_reports_a_late_error_with_its_bundle_path(reviewer, tmp_path, capsys):
+    cases = [synthetic.case_document(i, 10) for i in range(10)]
+    cases[9]["claims"][0]["evidence"][1]["source"] = "SRC-NOWHERE"
+    path = save(tmp_path, bundle_of(cases))
+    with pytest.raises(Exception, match="refused"):
+        call_command("load_records", str(path), user="reviewer", batch_size=2)
+    err = capsys.readouterr().err
+    assert "cases[9].claims[0].evidence[1].source: evidence.source_unknown" in err
+    assert Revision.objects.count() == 0
+
+
+def test_a_key_given_twice_in_different_batches_is_refused(reviewer, tmp_path):
+    cases = [synthetic.case_document(i, 6) for i in range(6)]
+    sources = bundle_of(cases)["sources"]
+    sources.append(copy.deepcopy(sources[0]))
+    bundle = {**bundle_of(cases), "sources": sources}
+    with pytest.raises(RuleViolations) as refused:
+        load(reviewer, save(tmp_path, bundle), batch_size=2)
+    assert ("document.duplicate_key", "sources[10].key") in {
+        (v.code, v.path) for v in refused.value.violations
+    }
+    assert not Source.objects.exists()
+
+
+def test_a_relation_added_from_one_side_revises_the_other_case(reviewer, tmp_path):
+    cases = [synthetic.case_document(i, 4) for i in range(4)]
+    for document in cases:
+        document["relations"], document["attributions"] = [], []
+    load(reviewer, save(tmp_path, bundle_of(cases)))
+    first, third = cases[0]["key"], cases[2]["key"]
+    document = record_document("case", first)
+    document["relations"] = [{"case": third, "kind": "related_distinct", "note": "n"}]
+    case_update(user=reviewer, key=first, document=document, summary="Relate")
+    partner = Revision.objects.filter(record_key=third).latest("number")
+    assert partner.summary == "Relate (relation changed from the other case)"
+    assert json.loads(partner.snapshot) == record_document("case", third)
+    # an edit that leaves the relation alone revises only the edited case
+    document["title"] = "Retitled"
+    before = Revision.objects.count()
+    case_update(user=reviewer, key=first, document=document, summary="Retitle")
+    assert Revision.objects.count() == before + 1
+    document["relations"] = []
+    case_update(user=reviewer, key=first, document=document, summary="Unrelate")
+    assert record_document("case", third)["relations"] == []
+    assert Revision.objects.filter(record_key=third).count() == 3
+    assert not Relation.objects.exists()
