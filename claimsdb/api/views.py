@@ -26,6 +26,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from claimsdb.public import ReleasedRecords
 from claimsdb.records import (
     RecordExists,
     RecordNotFound,
@@ -110,7 +111,7 @@ class RecordListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
 
     def get(self, request: Request) -> Response:
         records = visible_records(request.user, self.kind)
-        if isinstance(records, list):  # the released record: documents, filtered as such
+        if isinstance(records, ReleasedRecords):  # the released record, filtered as such
             records = filters.filter_released(self, request, records)
         else:
             records = self.filter_queryset(records)
