@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from django.db.models import Count, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.utils.cache import patch_vary_headers
 
@@ -334,39 +334,27 @@ def released_documents(
     return {key: json.loads(snapshot) for key, snapshot in rows}
 
 
-def _member(name: str, value: str) -> str:
-    """``"name":value`` as a compact canonical snapshot spells it (``"case":"CP22-003"``)."""
-    return f"{json.dumps(name)}:{json.dumps(value, ensure_ascii=False)}"
-
-
-def _released_containing(
+def _released_where(
     kind: str,
-    fragments: list[str],
+    condition: Q,
     release: Release | int | None = None,
     *,
     include_withdrawn: bool = False,
 ) -> list[ReleasedRecord]:
-    """Released records of ``kind`` whose snapshot holds one of ``fragments``: a database-side
-    pre-filter (a superset of the matches) that the caller checks document by document."""
-    if not fragments:
-        return []
-    condition = Q()
-    for fragment in fragments:
-        condition |= Q(revision__snapshot__contains=fragment)
-    entries = (
-        _released_entries(kind, release)
-        .filter(condition)
-        .select_related("revision")
-        .order_by("record_key")
-    )
-    records = (
-        ReleasedRecord(e.record_key, json.loads(e.revision.snapshot), e.revision) for e in entries
-    )
-    return [
-        record
-        for record in records
-        if include_withdrawn or record.document.get("status") != "withdrawn"
-    ]
+    """Released records of ``kind`` meeting ``condition`` on their entries (through what a
+    release records of each revision: ``ReleasedRevision``, ``ReleasedTerm``), by key: the
+    few records a page shows around its own, found through indexes. The caller checks
+    their documents."""
+    entries = _released_entries(kind, release).filter(condition)
+    if not include_withdrawn:
+        entries = entries.filter(withdrawn=False)
+    return list(ReleasedRecords(entries.select_related("revision").order_by("record_key")))
+
+
+def _has_term(name: str, values: list[str]) -> Q:
+    """The entry's revision has a ``ReleasedTerm`` ``name`` with one of ``values``."""
+    terms = ReleasedTerm.objects.filter(revision=OuterRef("revision"), name=name)
+    return Q(Exists(terms.filter(value__in=values)))
 
 
 def released_figures(
@@ -375,8 +363,10 @@ def released_figures(
     """The named figures as the released documents of their cases give them
     (``selectors.figure_row``), by ID."""
     wanted = set(figure_ids)
-    cases = _released_containing(
-        "case", [_member("id", f) for f in sorted(wanted)], release, include_withdrawn=True
+    if not wanted:
+        return {}
+    cases = _released_where(
+        "case", _has_term("figure", sorted(wanted)), release, include_withdrawn=True
     )
     return {
         figure["id"]: selectors.figure_row(figure, key)
@@ -396,8 +386,10 @@ def released_scope(
     own = [f["id"] for f in document["figures"]]
     rules = [
         rule
-        for _, rule, _ in _released_containing(
-            "rule", [_member("case", key), *(_member("figure", f) for f in own)], release
+        for _, rule, _ in _released_where(
+            "rule",
+            Q(revision__released__case=key) | Q(revision__released__figure__in=own),
+            release,
         )
         if rule["status"] == "active" and (rule["case"] == key or rule["figure"] in own)
     ]
@@ -405,8 +397,8 @@ def released_scope(
     incoming = sorted(
         (
             {"case": other, "kind": relation["kind"], "note": relation["note"]}
-            for other, other_document, _ in _released_containing(
-                "case", [_member("case", key)], release
+            for other, other_document, _ in _released_where(
+                "case", _has_term("related", [key]), release
             )
             if other != key
             for relation in other_document["relations"]
@@ -428,7 +420,7 @@ def released_citations(source_key: str) -> list[dict[str, Any]]:
             "relation": link["relation"],
             "locator": link["locator"],
         }
-        for case_key, document, _ in _released_containing("case", [_member("source", source_key)])
+        for case_key, document, _ in _released_where("case", _has_term("source", [source_key]))
         for claim in document["claims"]
         for link in claim["evidence"]
         if link["source"] == source_key

@@ -61,6 +61,8 @@ def revision_terms(kind: str, document: dict[str, Any]) -> list[tuple[str, str, 
     terms = [("tag", tag, 0) for tag in sorted(set(document.get("tags") or []))]
     related = {r.get("case") for r in document.get("relations") or [] if r.get("case")}
     terms += [("related", other, 0) for other in sorted(related)]
+    figures = {f.get("id") for f in document.get("figures") or [] if f.get("id")}
+    terms += [("figure", figure, 0) for figure in sorted(figures)]
     links: dict[str, int] = {}
     for claim in document.get("claims") or []:
         for link in claim.get("evidence") or []:

@@ -89,7 +89,8 @@ class ReleasedRevision(models.Model):
 
 class ReleasedTerm(models.Model):
     """A many-valued fact of a released revision that the public lists filter by:
-    ``tag`` (a case's tag), ``related`` (a case its relations name), ``source`` (a source
+    ``tag`` (a case's tag), ``related`` (a case its relations name), ``figure`` (a figure
+    it owns), ``source`` (a source
     its evidence links cite; ``number``: how many links), ``assessment`` and ``current``
     (``<dimension>=<value>`` of each assessment, ``number`` its position, and of the
     newest one)."""
