@@ -217,6 +217,17 @@ def test_the_preview_counts_every_entry_and_keeps_a_page_of_changes(reviewer, mo
     assert keys == [f"SRC-P-{index:06d}" for index in range(130)]
 
 
+def test_the_publishing_page_shows_a_page_of_changes_and_every_count(reviewer, client, monkeypatch):
+    monkeypatch.setattr(release_service, "BATCH_SIZE", 40)
+    monkeypatch.setattr(release_service, "PREVIEW_SIZE", 25)
+    bulk_sources(reviewer, "W", 130)
+    client.force_login(reviewer)
+    page = client.get("/releases/new/").content.decode()
+    assert "130 new · 0 updated · 0 withdrawn · 0 unchanged" in page
+    assert "The first 25 of 130 changed records" in page
+    assert page.count('<th scope="row">source SRC-W-') == 25
+
+
 def test_dry_run_lists_every_change(reviewer, monkeypatch, capsys):
     from django.core.management import call_command
 

@@ -113,14 +113,15 @@ class ReleasePlan:
             self.changed.append(entry)
 
 
-def release_plan(*, preview: int = PREVIEW_SIZE) -> ReleasePlan:
+def release_plan(*, preview: int | None = None) -> ReleasePlan:
     """The release that publishing now would record (nothing is written): its counts and
-    the first ``preview`` changed entries.
+    the first ``preview`` (``PREVIEW_SIZE``) changed entries.
 
-    Called on its own (the preview of the publishing page, ``publish_release --dry-run``)
-    it may be overtaken by a write. Reads the records in batches: a fixed number of
+    Called on its own (the preview of the publishing page) it may be overtaken by a
+    write. Reads the records in batches: a fixed number of
     queries per ``BATCH_SIZE`` records, memory bounded by the batch and ``preview``.
     """
+    preview = PREVIEW_SIZE if preview is None else preview
     previous = latest_release()
     plan = ReleasePlan(
         number=previous.number + 1 if previous else 1,
