@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.utils.cache import patch_vary_headers
 
@@ -68,18 +68,13 @@ def diff_path(kind: str, key: str, a: int, b: int) -> str:
 
 
 def release_list() -> QuerySet[Release]:
-    """Releases, newest first, each annotated with ``count_<change>`` for every change."""
-    return Release.objects.order_by("-number").annotate(
-        **{
-            f"count_{change}": Count("entries", filter=Q(entries__change=change))
-            for change in ReleaseChange.values
-        }
-    )
+    """Releases, newest first (their counts by change: ``release_counts``)."""
+    return Release.objects.order_by("-number")
 
 
 def release_counts(release: Release) -> dict[str, int]:
-    """``{"new": 3, "updated": 1, …}`` of a release from ``release_list()``."""
-    return {change: getattr(release, f"count_{change}") for change in ReleaseChange.values}
+    """``{"new": 3, "updated": 1, …}`` of a release: every change, counted when published."""
+    return {change: release.change_counts.get(change, 0) for change in ReleaseChange.values}
 
 
 def release_get(number: int) -> Release | None:

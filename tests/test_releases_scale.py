@@ -23,6 +23,7 @@ from rest_framework.test import APIClient
 from claimsdb import public
 from claimsdb.models import (
     LedgerHead,
+    Release,
     ReleasedRevision,
     ReleasedTerm,
     ReleaseEntry,
@@ -318,6 +319,7 @@ def test_the_migration_back_fills_what_publishing_records(seeded, analyst, revie
             sorted(ReleasedRevision.objects.values_list()),
             sorted(ReleasedTerm.objects.values_list("revision_id", "name", "value", "number")),
             sorted(ReleaseEntry.objects.values_list("id", "withdrawn")),
+            sorted(Release.objects.values_list("number", "change_counts")),
         )
 
     published = recorded()
@@ -325,8 +327,10 @@ def test_the_migration_back_fills_what_publishing_records(seeded, analyst, revie
     ReleasedTerm.objects.all().delete()
     ReleasedRevision.objects.all().delete()
     ReleaseEntry.objects.update(withdrawn=False)
+    Release.objects.update(change_counts={})
     migration = importlib.import_module("claimsdb.migrations.0005_release_index")
     migration.backfill(apps, None)
+    migration.count_changes(apps, None)
     assert recorded() == published
 
 

@@ -10,6 +10,22 @@ from django.db import migrations, models
 from claimsdb import release_facets
 
 BATCH = 500
+CHANGES = ("new", "updated", "withdrawn", "unchanged")
+
+
+def count_changes(apps, schema_editor):
+    """Each release's entries by change, as publishing now counts them."""
+    Release = apps.get_model("claimsdb", "Release")
+    ReleaseEntry = apps.get_model("claimsdb", "ReleaseEntry")
+    for release in Release.objects.all():
+        rows = (
+            ReleaseEntry.objects.filter(release=release)
+            .order_by()
+            .values_list("change")
+            .annotate(n=models.Count("id"))
+        )
+        release.change_counts = {**dict.fromkeys(CHANGES, 0), **dict(rows)}
+        release.save(update_fields=["change_counts"])
 
 
 def backfill(apps, schema_editor):
@@ -85,5 +101,11 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['revision', 'name'], name='claimsdb_re_revisio_9af7c2_idx'), models.Index(fields=['name', 'value'], name='claimsdb_re_name_c9b4cf_idx')],
             },
         ),
+        migrations.AddField(
+            model_name='release',
+            name='change_counts',
+            field=models.JSONField(default=dict),
+        ),
         migrations.RunPython(backfill, migrations.RunPython.noop),
+        migrations.RunPython(count_changes, migrations.RunPython.noop),
     ]

@@ -22,6 +22,9 @@ class Release(models.Model):
     notes = models.TextField()
     # the ledger's head when the release was taken
     last_revision = models.PositiveBigIntegerField()
+    # how many entries of each change it has ({"new": 3, …}), counted while publishing so
+    # that lists of releases need not count every entry of every release
+    change_counts = models.JSONField(default=dict)
 
     class Meta:
         ordering = ["-number"]

@@ -22,10 +22,10 @@ previous release:
 Releases never change once written: nothing here or elsewhere updates them.
 
 Publishing walks the records kind by kind in key order, ``BATCH_SIZE`` records at a time
-(keyset pagination over the ledger's ``(record_kind, record_key, number)`` index), merging
-each batch's latest revisions, statuses and previous entries, and writes the batch's
-entries before reading the next: memory and queries per batch stay fixed however many
-records there are (docs/releases.md).
+(keyset pagination over each kind's unique key), merging each batch's statuses, latest
+revisions (the ledger's ``(record_kind, record_key, number)`` index) and previous entries,
+and writes the batch's entries before reading the next: memory and queries per batch stay
+fixed however many records there are (docs/releases.md).
 """
 
 from __future__ import annotations
@@ -173,12 +173,16 @@ def release_publish(*, user: AbstractBaseUser, notes: str) -> Release:
             notes=notes,
             last_revision=head.number,
         )
-        changed = 0
+        counts = {change: 0 for change in ReleaseChange.values}
         for batch in planned_batches(previous):
             _publish_batch(release, batch)
-            changed += sum(1 for entry in batch if entry.change != ReleaseChange.UNCHANGED)
-        if not changed:
+            for entry in batch:
+                counts[entry.change] += 1
+        if counts[ReleaseChange.UNCHANGED] == sum(counts.values()):
             raise RuleViolations([_nothing_changed(previous)])
+        # counted while writing: the release is complete once they are in (same transaction)
+        release.change_counts = counts
+        release.save(update_fields=["change_counts"])
         return release
 
 
@@ -269,24 +273,27 @@ def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
     """The entries of the release following ``previous``, ``BATCH_SIZE`` records at a time,
     kind by kind (``KIND_ORDER``) and by key: three queries per batch.
 
-    Every record with an entry in ``previous`` has revisions, so walking the ledger's
-    records in key order and taking ``previous``'s entries in the same key range meets
-    every record once.
+    The records are walked through their rows (keyset over the unique key index: records
+    are never deleted, so every record with revisions or a previous entry has one), and
+    ``previous``'s entries are taken in the same key range, so each record is met once.
     """
     for kind in KIND_ORDER:
         after = ""
         while True:
-            latest = _latest_revisions(kind, after)
-            # a full batch ends at its last key; a short one is the kind's last
-            upto = max(latest) if len(latest) == BATCH_SIZE else None
-            released = _previous_entries(previous, kind, after, upto)
-            statuses = dict(
+            rows = list(
                 STATUS_MODELS[kind]
-                .objects.filter(key__in=sorted(set(latest) | set(released)))
-                .values_list("key", "status")
+                .objects.filter(key__gt=after)
+                .order_by("key")
+                .values_list("key", "status")[:BATCH_SIZE]
             )
+            # a full batch ends at its last key (in the database's order); a short one is
+            # the kind's last
+            upto = rows[-1][0] if len(rows) == BATCH_SIZE else None
+            statuses = dict(rows)
+            latest = _latest_revisions(kind, list(statuses))
+            released = _previous_entries(previous, kind, after, upto)
             batch = []
-            for key in sorted(set(latest) | set(released)):
+            for key in sorted(set(statuses) | set(released)):
                 entry = _plan_entry(
                     (kind, key), latest.get(key), released.get(key), statuses.get(key)
                 )
@@ -299,15 +306,18 @@ def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
             after = upto
 
 
-def _latest_revisions(kind: str, after: str) -> dict[str, _Latest]:
-    """The latest revisions of the next ``BATCH_SIZE`` records of ``kind`` by key after
-    ``after``, by key. One query, read along the (record_kind, record_key, number) index."""
+def _latest_revisions(kind: str, keys: list[str]) -> dict[str, _Latest]:
+    """The latest revisions of the named records of ``kind``, by key. One query, read along
+    the ledger's (record_kind, record_key, number) index: its cost follows the revisions
+    of these records, not the size of the ledger."""
+    if not keys:
+        return {}
     heads = (
-        Revision.objects.filter(record_kind=kind, record_key__gt=after)
-        .order_by("record_key")
+        Revision.objects.filter(record_kind=kind, record_key__in=keys)
+        .order_by()
         .values("record_key")
         .annotate(last=Max("number"))
-        .values("last")[:BATCH_SIZE]
+        .values("last")
     )
     rows = Revision.objects.filter(number__in=Subquery(heads)).values_list(
         "record_key", "id", "number", "snapshot_sha256"

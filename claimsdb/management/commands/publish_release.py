@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from claimsdb.models import ReleaseChange
-from claimsdb.public import release_counts, release_get
+from claimsdb.public import release_counts
 from claimsdb.records import PermissionDenied, RuleViolations
 from claimsdb.services.releases import KIND_ORDER, latest_release, planned_entries, release_publish
 
@@ -39,8 +39,7 @@ class Command(BaseCommand):
             for violation in exc.violations:
                 self.stderr.write(f"  {violation}")
             raise CommandError("the release was refused; nothing written") from exc
-        published = release_get(release.number)
-        self._summary(f"published release {release.number}", release_counts(published))
+        self._summary(f"published release {release.number}", release_counts(release))
         for kind in KIND_ORDER:
             rows = (
                 release.entries.filter(record_kind=kind)
