@@ -290,7 +290,7 @@ def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
             # the kind's last
             upto = rows[-1][0] if len(rows) == BATCH_SIZE else None
             statuses = dict(rows)
-            latest = _latest_revisions(kind, list(statuses))
+            latest = _latest_revisions(kind, list(statuses), after, upto)
             released = _previous_entries(previous, kind, after, upto)
             batch = []
             for key in sorted(set(statuses) | set(released)):
@@ -306,14 +306,20 @@ def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
             after = upto
 
 
-def _latest_revisions(kind: str, keys: list[str]) -> dict[str, _Latest]:
-    """The latest revisions of the named records of ``kind``, by key. One query, read along
-    the ledger's (record_kind, record_key, number) index: its cost follows the revisions
-    of these records, not the size of the ledger."""
+def _latest_revisions(
+    kind: str, keys: list[str], after: str, upto: str | None
+) -> dict[str, _Latest]:
+    """The latest revisions of the named records of ``kind`` (keys in (after, upto]), by
+    key. One query, read along the ledger's (record_kind, record_key, number) index: its
+    cost follows the revisions of these records, not the size of the ledger. (The key
+    range says so to the planner even before it has statistics on the keys.)"""
     if not keys:
         return {}
+    revisions = Revision.objects.filter(record_kind=kind, record_key__gt=after)
+    if upto is not None:
+        revisions = revisions.filter(record_key__lte=upto)
     heads = (
-        Revision.objects.filter(record_kind=kind, record_key__in=keys)
+        revisions.filter(record_key__in=keys)
         .order_by()
         .values("record_key")
         .annotate(last=Max("number"))
