@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.utils.cache import patch_vary_headers
 
 from claimsdb import selectors
-from claimsdb.models import Release, ReleaseChange, ReleaseEntry, Revision
+from claimsdb.models import Release, ReleaseChange, ReleasedTerm, ReleaseEntry, Revision
 from claimsdb.records import record_document
 from claimsdb.records.schema import BUNDLE_FORMAT
 from claimsdb.records.stream import (
@@ -46,6 +46,7 @@ CHANGE_VERBS = {
     ReleaseChange.WITHDRAWN: "withdrawn in release",
 }
 NOT_RELEASED = "not yet released"
+ITERATION_CHUNK = 500  # released records read per fetch when a list is iterated whole
 
 
 class ReleasedRecord(NamedTuple):
@@ -76,18 +77,13 @@ def diff_path(kind: str, key: str, a: int, b: int) -> str:
 
 
 def release_list() -> QuerySet[Release]:
-    """Releases, newest first, each annotated with ``count_<change>`` for every change."""
-    return Release.objects.order_by("-number").annotate(
-        **{
-            f"count_{change}": Count("entries", filter=Q(entries__change=change))
-            for change in ReleaseChange.values
-        }
-    )
+    """Releases, newest first (their counts by change: ``release_counts``)."""
+    return Release.objects.order_by("-number")
 
 
 def release_counts(release: Release) -> dict[str, int]:
-    """``{"new": 3, "updated": 1, …}`` of a release from ``release_list()``."""
-    return {change: getattr(release, f"count_{change}") for change in ReleaseChange.values}
+    """``{"new": 3, "updated": 1, …}`` of a release: every change, counted when published."""
+    return {change: release.change_counts.get(change, 0) for change in ReleaseChange.values}
 
 
 def release_get(number: int) -> Release | None:
@@ -198,29 +194,85 @@ def released_document(kind: str, key: str) -> dict[str, Any] | None:
     return json.loads(revision.snapshot) if revision else None
 
 
-def _released_entries(kind: str, release: Release | int | None = None) -> QuerySet[ReleaseEntry]:
-    """For each record of ``kind``, the entry of the latest release (up to ``release``, else
-    now) that has one."""
-    latest = ReleaseEntry.objects.filter(record_kind=kind, record_key=OuterRef("record_key"))
+def _public_release(release: Release | int | None = None) -> Subquery:
+    """The release whose entries are the public set as of ``release`` (else now): the
+    latest one up to it. Every release has an entry for every record released so far
+    (records back in draft keep theirs), so its entries alone are the public record."""
+    releases = Release.objects.order_by("-number")
     number = _release_number(release)
     if number is not None:
-        latest = latest.filter(release__number__lte=number)
-    latest = latest.order_by("-release__number").values("pk")[:1]
-    return ReleaseEntry.objects.filter(record_kind=kind, pk=Subquery(latest))
+        releases = releases.filter(number__lte=number)
+    return Subquery(releases.values("pk")[:1])
 
 
-def released_records(kind: str, *, include_withdrawn: bool = False) -> list[ReleasedRecord]:
-    """Every released record of ``kind`` as the public sees it, by key. One query.
+def _released_entries(kind: str, release: Release | int | None = None) -> QuerySet[ReleaseEntry]:
+    """For each record of ``kind``, the entry of the latest release (up to ``release``, else
+    now) that has one: the entries of that release, read along its (release, record_kind,
+    record_key) index."""
+    return ReleaseEntry.objects.filter(release=_public_release(release), record_kind=kind)
+
+
+class ReleasedRecords:
+    """Released records of one kind, by key, read lazily: ``count()``/``len()`` and slices
+    each cost one query (what ``Paginator`` asks of a list), iterating streams them.
+
+    Items are ``ReleasedRecord``s, or what ``wrap`` makes of them. ``entries`` is the
+    underlying queryset of ``ReleaseEntry`` (with their revisions): narrow it with
+    ``with_entries`` (the API's released filters do).
+    """
+
+    ordered = True  # Paginator warns about unordered lists
+
+    def __init__(
+        self,
+        entries: QuerySet[ReleaseEntry],
+        wrap: Callable[[ReleasedRecord], Any] | None = None,
+    ) -> None:
+        self.entries = entries
+        self.wrap = wrap
+
+    def with_entries(self, entries: QuerySet[ReleaseEntry]) -> ReleasedRecords:
+        return ReleasedRecords(entries, self.wrap)
+
+    def wrapped(self, wrap: Callable[[ReleasedRecord], Any]) -> ReleasedRecords:
+        return ReleasedRecords(self.entries, wrap)
+
+    def _item(self, entry: ReleaseEntry) -> Any:
+        record = ReleasedRecord(
+            entry.record_key, json.loads(entry.revision.snapshot), entry.revision
+        )
+        return self.wrap(record) if self.wrap else record
+
+    def count(self) -> int:
+        return self.entries.count()
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __bool__(self) -> bool:
+        return self.entries.exists()
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._item(entry) for entry in self.entries[index]]
+        return self._item(self.entries[index])
+
+    def __iter__(self) -> Iterator[Any]:
+        for entry in self.entries.iterator(chunk_size=ITERATION_CHUNK):
+            yield self._item(entry)
+
+
+def released_records(kind: str, *, include_withdrawn: bool = False) -> ReleasedRecords:
+    """The released records of ``kind`` as the public sees them, by key: a lazy sequence
+    (``ReleasedRecords``) over one indexed query on the latest release's entries.
 
     Withdrawn records are left out unless ``include_withdrawn`` (their pages still show
     them, marked withdrawn).
     """
-    records = []
-    for entry in _released_entries(kind).select_related("revision").order_by("record_key"):
-        document = json.loads(entry.revision.snapshot)
-        if include_withdrawn or document.get("status") != "withdrawn":
-            records.append(ReleasedRecord(entry.record_key, document, entry.revision))
-    return records
+    entries = _released_entries(kind).select_related("revision").order_by("record_key")
+    if not include_withdrawn:
+        entries = entries.filter(withdrawn=False)
+    return ReleasedRecords(entries)
 
 
 def released_search(query: str, limit: int = 50) -> dict[str, list[Any]]:
@@ -308,39 +360,27 @@ def released_documents(
     return {key: json.loads(snapshot) for key, snapshot in rows}
 
 
-def _member(name: str, value: str) -> str:
-    """``"name":value`` as a compact canonical snapshot spells it (``"case":"CP22-003"``)."""
-    return f"{json.dumps(name)}:{json.dumps(value, ensure_ascii=False)}"
-
-
-def _released_containing(
+def _released_where(
     kind: str,
-    fragments: list[str],
+    condition: Q,
     release: Release | int | None = None,
     *,
     include_withdrawn: bool = False,
 ) -> list[ReleasedRecord]:
-    """Released records of ``kind`` whose snapshot holds one of ``fragments``: a database-side
-    pre-filter (a superset of the matches) that the caller checks document by document."""
-    if not fragments:
-        return []
-    condition = Q()
-    for fragment in fragments:
-        condition |= Q(revision__snapshot__contains=fragment)
-    entries = (
-        _released_entries(kind, release)
-        .filter(condition)
-        .select_related("revision")
-        .order_by("record_key")
-    )
-    records = (
-        ReleasedRecord(e.record_key, json.loads(e.revision.snapshot), e.revision) for e in entries
-    )
-    return [
-        record
-        for record in records
-        if include_withdrawn or record.document.get("status") != "withdrawn"
-    ]
+    """Released records of ``kind`` meeting ``condition`` on their entries (through what a
+    release records of each revision: ``ReleasedRevision``, ``ReleasedTerm``), by key: the
+    few records a page shows around its own, found through indexes. The caller checks
+    their documents."""
+    entries = _released_entries(kind, release).filter(condition)
+    if not include_withdrawn:
+        entries = entries.filter(withdrawn=False)
+    return list(ReleasedRecords(entries.select_related("revision").order_by("record_key")))
+
+
+def _has_term(name: str, values: list[str]) -> Q:
+    """The entry's revision has a ``ReleasedTerm`` ``name`` with one of ``values``."""
+    terms = ReleasedTerm.objects.filter(revision=OuterRef("revision"), name=name)
+    return Q(Exists(terms.filter(value__in=values)))
 
 
 def released_figures(
@@ -349,8 +389,10 @@ def released_figures(
     """The named figures as the released documents of their cases give them
     (``selectors.figure_row``), by ID."""
     wanted = set(figure_ids)
-    cases = _released_containing(
-        "case", [_member("id", f) for f in sorted(wanted)], release, include_withdrawn=True
+    if not wanted:
+        return {}
+    cases = _released_where(
+        "case", _has_term("figure", sorted(wanted)), release, include_withdrawn=True
     )
     return {
         figure["id"]: selectors.figure_row(figure, key)
@@ -370,8 +412,10 @@ def released_scope(
     own = [f["id"] for f in document["figures"]]
     rules = [
         rule
-        for _, rule, _ in _released_containing(
-            "rule", [_member("case", key), *(_member("figure", f) for f in own)], release
+        for _, rule, _ in _released_where(
+            "rule",
+            Q(revision__released__case=key) | Q(revision__released__figure__in=own),
+            release,
         )
         if rule["status"] == "active" and (rule["case"] == key or rule["figure"] in own)
     ]
@@ -379,8 +423,8 @@ def released_scope(
     incoming = sorted(
         (
             {"case": other, "kind": relation["kind"], "note": relation["note"]}
-            for other, other_document, _ in _released_containing(
-                "case", [_member("case", key)], release
+            for other, other_document, _ in _released_where(
+                "case", _has_term("related", [key]), release
             )
             if other != key
             for relation in other_document["relations"]
@@ -402,21 +446,22 @@ def released_citations(source_key: str) -> list[dict[str, Any]]:
             "relation": link["relation"],
             "locator": link["locator"],
         }
-        for case_key, document, _ in _released_containing("case", [_member("source", source_key)])
+        for case_key, document, _ in _released_where("case", _has_term("source", [source_key]))
         for claim in document["claims"]
         for link in claim["evidence"]
         if link["source"] == source_key
     ]
 
 
-def released_link_counts() -> dict[str, int]:
-    """How many evidence links of released cases cite each source, by source key."""
-    counts: dict[str, int] = {}
-    for _, document, _ in released_records("case"):
-        for claim in document["claims"]:
-            for link in claim["evidence"]:
-                counts[link["source"]] = counts.get(link["source"], 0) + 1
-    return counts
+def released_link_counts(source_keys: Iterable[str] | None = None) -> dict[str, int]:
+    """How many evidence links of released (not withdrawn) cases cite each source, by
+    source key: of the named sources only, if given (a page of them). One query."""
+    cases = _released_entries("case").filter(withdrawn=False).values("revision_id")
+    terms = ReleasedTerm.objects.filter(name="source", revision_id__in=cases)
+    if source_keys is not None:
+        terms = terms.filter(value__in=list(source_keys))
+    rows = terms.values("value").annotate(links=Sum("number")).values_list("value", "links")
+    return dict(rows)
 
 
 def is_released_revision(number: int) -> Release | None:

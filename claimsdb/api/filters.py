@@ -3,15 +3,15 @@
 Readers of the working state are filtered in the database (the FilterSets' querysets).
 Everyone else reads the released record, whose documents are revision snapshots rather
 than rows: ``filter_released`` validates the same query parameters with the same
-FilterSets (the same 400s) and applies each filter to the released documents instead
-(``filter_documents``), with the same meaning — every filter of every list works on both.
+FilterSets (the same 400s) and applies each filter to the latest release's entries instead
+(``filter_entries``, through what each release records of the revisions it publishes), with
+the same meaning — every filter of every list works on both, in the database.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable
 
 import django_filters as filters
 from django import forms
@@ -21,6 +21,7 @@ from django.db.models.functions import Cast
 from django_filters.utils import translate_validation
 from rest_framework.filters import OrderingFilter
 
+from claimsdb import release_facets
 from claimsdb.choices import (
     CaseStatus,
     RecordKind,
@@ -36,13 +37,16 @@ from claimsdb.models import (
     CaseTag,
     Claim,
     Relation,
+    ReleasedTerm,
+    ReleaseEntry,
     Revision,
     ScopeRule,
     Source,
 )
+from claimsdb.public import ReleasedRecords
 
 from .common import MAX_INT
-from .visibility import VisibleDocument, released_method_dimensions
+from .visibility import released_method_dimensions
 
 # Query parameters that are never assessment dimensions, whatever a method calls its own.
 RESERVED_PARAMETERS = {"page", "page_size", "ordering", "format", "assessment"}
@@ -64,35 +68,37 @@ class IntegerFilter(filters.NumberFilter):
     field_class = forms.IntegerField
 
 
+RELEASED = "revision__released__"  # the columns of a release entry's ReleasedRevision
+
+
 class ReleasedDocumentFilter:
-    """FilterSet mixin: the filters applied to released documents (``VisibleDocument``s).
+    """FilterSet mixin: the filters applied to the released record, whose documents are
+    revision snapshots. They run in the database on the release's entries, through what a
+    release records of each revision it publishes (``ReleasedRevision``, ``ReleasedTerm``;
+    see ``claimsdb.release_facets``).
 
     ``equal_fields`` are filters comparing one document field with the value; ``q`` looks
-    for the text, case-insensitively, in ``text_fields`` (and ``extra_texts``).
+    for the text, case-insensitively, in the fields ``release_facets.TEXT_FIELDS`` names.
     """
 
     equal_fields: tuple[str, ...] = ()
-    text_fields: tuple[str, ...] = ()
 
-    def filter_documents(self, records: list[VisibleDocument]) -> list[VisibleDocument]:
+    def filter_entries(self, entries: QuerySet[ReleaseEntry]) -> QuerySet[ReleaseEntry]:
         data = self.form.cleaned_data
-        wanted = {
-            name: data[name] for name in self.equal_fields if data.get(name) not in (None, "")
-        }
+        for name in self.equal_fields:
+            if data.get(name) not in (None, ""):
+                entries = entries.filter(**{f"{RELEASED}{name}": data[name]})
         text = (data.get("q") or "").strip().casefold()
-        return [
-            record
-            for record in records
-            if all(record.document.get(name) == value for name, value in wanted.items())
-            and (not text or self.contains(record.document, text))
-        ]
+        if text:
+            if release_facets.TEXT_SEPARATOR in text:
+                return entries.none()  # it would match across two fields
+            entries = entries.filter(**{f"{RELEASED}text__contains": text})
+        return entries
 
-    def contains(self, document: dict[str, Any], text: str) -> bool:
-        texts = [str(document.get(name) or "") for name in self.text_fields]
-        return any(text in value.casefold() for value in [*texts, *self.extra_texts(document)])
 
-    def extra_texts(self, document: dict[str, Any]) -> Iterable[str]:
-        return ()
+def released_term(name: str, value: str) -> QuerySet[ReleasedTerm]:
+    """The entry's revision has this term (for ``Exists``)."""
+    return ReleasedTerm.objects.filter(revision=OuterRef("revision"), name=name, value=value)
 
 
 class CaseFilter(ReleasedDocumentFilter, filters.FilterSet):
@@ -204,53 +210,51 @@ class CaseFilter(ReleasedDocumentFilter, filters.FilterSet):
             if isinstance(dimension, dict)
         }
 
-    # --- the same filters on released documents ---------------------------------------
+    # --- the same filters on the released record ---------------------------------------
 
     equal_fields = ("status",)
-    text_fields = ("key", "title", "summary", "scope_note", "account", "basis", "limits")
 
-    def extra_texts(self, document: dict[str, Any]) -> Iterable[str]:
-        yield from document.get("tags") or []
-        for claim in document.get("claims") or []:
-            yield claim.get("statement") or ""
-
-    def filter_documents(self, records: list[VisibleDocument]) -> list[VisibleDocument]:
-        everything = {record.key: record.document for record in records}
-        found = super().filter_documents(records)
+    def filter_entries(self, entries: QuerySet[ReleaseEntry]) -> QuerySet[ReleaseEntry]:
+        entries = super().filter_entries(entries)
         data = self.form.cleaned_data
         for tag in data.get("tag") or []:
-            found = [r for r in found if tag in (r.document.get("tags") or [])]
+            entries = entries.filter(Exists(released_term("tag", tag)))
         other = data.get("related_to")
         if other:
-            found = [r for r in found if related(r.key, r.document, other, everything)]
+            # a directed relation appears in its subject's document only: look both ways
+            named_by_other = ReleasedTerm.objects.filter(
+                name="related",
+                value=OuterRef("record_key"),
+                revision__release_entries__release=OuterRef("release"),
+                revision__release_entries__record_kind="case",
+                revision__release_entries__record_key=other,
+            )
+            entries = entries.filter(
+                Exists(released_term("related", other)) | Exists(named_by_other)
+            )
         wanted = self.dimension_values(released_method_dimensions)
         if wanted:
-            anyone = data.get("assessment") == "any"
-            found = [r for r in found if assessed(r.document, wanted, anyone)]
-        return found
+            entries = entries.filter(assessed(wanted, anyone=data.get("assessment") == "any"))
+        return entries
 
 
-def related(key: str, document: dict[str, Any], other: str, documents: dict) -> bool:
-    """A relation of any kind between two cases, in either direction, as their documents
-    hold it (a directed relation appears in its subject's document only)."""
-    if any(relation.get("case") == other for relation in document.get("relations") or []):
-        return True
-    other_document = documents.get(other) or {}
-    return any(relation.get("case") == key for relation in other_document.get("relations") or [])
-
-
-def assessed(document: dict[str, Any], wanted: dict[str, str], anyone: bool) -> bool:
-    """The case's current (newest: last) assessment, or any with ``anyone``, has every
-    dimension value wanted."""
-    assessments = document.get("assessments") or []
-    for assessment in assessments if anyone else assessments[-1:]:
-        values = assessment.get("values") or {}
-        if all(
-            values.get(name) is not None and str(values[name]) == value
-            for name, value in wanted.items()
-        ):
-            return True
-    return False
+def assessed(wanted: dict[str, str], *, anyone: bool) -> Q:
+    """The case's current (newest) assessment, or any with ``anyone``, has every dimension
+    value wanted: several dimensions must hold for the same assessment."""
+    pairs = [release_facets.dimension_value(name, value) for name, value in sorted(wanted.items())]
+    if not anyone:
+        condition = Q()
+        for pair in pairs:
+            condition &= Exists(released_term("current", pair))
+        return condition
+    first, *others = pairs
+    matching = released_term("assessment", first)
+    for pair in others:
+        same_assessment = ReleasedTerm.objects.filter(
+            revision=OuterRef("revision"), name="assessment", value=pair, number=OuterRef("number")
+        )
+        matching = matching.filter(Exists(same_assessment))
+    return Q(Exists(matching))
 
 
 class SourceFilter(ReleasedDocumentFilter, filters.FilterSet):
@@ -262,7 +266,6 @@ class SourceFilter(ReleasedDocumentFilter, filters.FilterSet):
     )
 
     equal_fields = ("kind", "status", "reliability")
-    text_fields = ("key", "title", "publisher", "url", "notes")
 
     class Meta:
         model = Source
@@ -341,16 +344,21 @@ class RevisionFilter(CaseRevisionFilter):
 # --- the released view -------------------------------------------------------------------
 
 WITHDRAWN = "withdrawn"
-ORDER_FIELDS: dict[str, Callable[[VisibleDocument], Any]] = {
-    "key": lambda record: record.key,
-    "revision": lambda record: record.revision or 0,
+# The columns the released lists order by (each view's ``ordering_fields``).
+ORDER_COLUMNS = {
+    "key": "record_key",
+    "revision": "revision__number",
+    "title": f"{RELEASED}title",
+    "status": f"{RELEASED}status",
+    "kind": f"{RELEASED}kind",
 }
 
 
-def filter_released(view, request, records: list[VisibleDocument]) -> list[VisibleDocument]:
+def filter_released(view, request, records: ReleasedRecords) -> ReleasedRecords:
     """The released records a list view shows: its filters (``view.filterset_class``)
-    applied to the released documents, then its ordering (``?ordering=``, else the view's
-    default), as DjangoFilterBackend and OrderingFilter do for querysets.
+    applied to the released record, then its ordering (``?ordering=``, else the view's
+    default), as DjangoFilterBackend and OrderingFilter do for querysets — in the
+    database, on the release's entries, so a page costs the same whatever the size.
 
     Withdrawn records are left out unless ``?status=withdrawn`` asks for them (as the
     public pages leave them out of their lists; their documents still read).
@@ -363,12 +371,13 @@ def filter_released(view, request, records: list[VisibleDocument]) -> list[Visib
     )
     if not filterset.is_valid():
         raise translate_validation(filterset.errors)
-    found = filterset.filter_documents(records)
+    entries = filterset.filter_entries(records.entries)
     if filterset.form.cleaned_data.get("status") != WITHDRAWN:
-        found = [r for r in found if r.document.get("status") != WITHDRAWN]
-    ordering = OrderingFilter().get_ordering(request, found, view) or ["key"]
-    for term in reversed(ordering):  # stable sorts, the last term first
-        name = term.lstrip("-")
-        value = ORDER_FIELDS.get(name) or (lambda r, name=name: str(r.document.get(name) or ""))
-        found = sorted(found, key=value, reverse=term.startswith("-"))
-    return found
+        entries = entries.filter(withdrawn=False)
+    ordering = OrderingFilter().get_ordering(request, records, view) or ["key"]
+    columns = [
+        f"{'-' if term.startswith('-') else ''}{ORDER_COLUMNS[term.lstrip('-')]}"
+        for term in ordering
+        if term.lstrip("-") in ORDER_COLUMNS
+    ]
+    return records.with_entries(entries.order_by(*columns, "record_key"))

@@ -25,6 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from claimsdb.public import ReleasedRecords
 from claimsdb.records import (
     RecordExists,
     RecordNotFound,
@@ -111,7 +112,7 @@ class RecordListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
 
     def get(self, request: Request) -> Response:
         records = visible_records(request.user, self.kind)
-        if isinstance(records, list):  # the released record: documents, filtered as such
+        if isinstance(records, ReleasedRecords):  # the released record, filtered as such
             page = self.paginate_queryset(filters.filter_released(self, request, records))
         else:
             # cut the page on primary keys, then build only its rows' documents

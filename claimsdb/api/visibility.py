@@ -166,22 +166,23 @@ def document_of(kind: str, record: Any) -> dict[str, Any]:
     return DOCUMENT_BUILDERS[kind](record)
 
 
-def visible_records(user, kind: str) -> QuerySet | list[VisibleDocument]:
+def visible_records(user, kind: str) -> QuerySet | public.ReleasedRecords:
     """The records of one kind this user sees.
 
     Readers of the working state get a queryset of rows annotated with ``revision`` (their
     latest number); cases come with every prefetch their documents need, so a page of them
     costs a fixed number of queries however many claims, links and revisions they have.
 
-    Everyone else gets the released records (``VisibleDocument``s, by key, withdrawn ones
-    included: a list shows them only when asked, see ``filters.filter_released``), read in
-    one query.
+    Everyone else gets the released records (a lazy ``public.ReleasedRecords`` of
+    ``VisibleDocument``s, by key, withdrawn ones included: a list shows them only when
+    asked, see ``filters.filter_released``); a page of them is one query.
     """
     if not may_read_working_state(user):
-        return [
-            VisibleDocument(kind, record.key, record.document, record.revision.number)
-            for record in public.released_records(kind, include_withdrawn=True)
-        ]
+        return public.released_records(kind, include_withdrawn=True).wrapped(
+            lambda record: VisibleDocument(
+                kind, record.key, record.document, record.revision.number
+            )
+        )
     model = MODELS[kind]
     queryset = case_queryset() if kind == "case" else model.objects.all()
     latest = (

@@ -4,7 +4,7 @@ from .assessments import Assessment, AssessmentMethod
 from .cases import Attribution, Case, CaseTag, Control, Figure, Relation, Unknown
 from .claims import Claim, ClaimIdReservation, EvidenceLink
 from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
-from .releases import Release, ReleaseChange, ReleaseEntry
+from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
 from .revisions import LedgerHead, Revision
 from .scope import ScopeRule
 from .sources import Source
@@ -26,6 +26,8 @@ __all__ = [
     "Release",
     "ReleaseChange",
     "ReleaseEntry",
+    "ReleasedRevision",
+    "ReleasedTerm",
     "ReproductionRun",
     "ReproductionScenario",
     "Revision",

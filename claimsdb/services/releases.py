@@ -20,23 +20,33 @@ previous release:
   cited revision numbers do not churn.
 
 Releases never change once written: nothing here or elsewhere updates them.
+
+Publishing walks the records kind by kind in key order, ``BATCH_SIZE`` records at a time
+(keyset pagination over each kind's unique key), merging each batch's statuses, latest
+revisions (the ledger's ``(record_kind, record_key, number)`` index) and previous entries,
+and writes the batch's entries before reading the next: memory and queries per batch stay
+fixed however many records there are (docs/releases.md).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Subquery
 from django.utils import timezone
 
+from claimsdb import release_facets
 from claimsdb.models import (
     AssessmentMethod,
     Case,
     Release,
     ReleaseChange,
+    ReleasedRevision,
+    ReleasedTerm,
     ReleaseEntry,
     Revision,
     ScopeRule,
@@ -53,7 +63,11 @@ WITHDRAWN = "withdrawn"
 STATUS_MODELS = {"case": Case, "source": Source, "rule": ScopeRule, "method": AssessmentMethod}
 # The order in which entries are listed: what readers care about first.
 KIND_ORDER = {"case": 0, "source": 1, "rule": 2, "method": 3}
-_CHUNK = 500  # keeps IN (...) lists well under every database's parameter limit
+# Records planned and written per batch: bounds memory, and IN (...) lists stay well under
+# every database's parameter limit.
+BATCH_SIZE = 500
+# Changed entries a preview keeps (its counts cover every entry).
+PREVIEW_SIZE = 200
 
 
 @dataclass(frozen=True)
@@ -66,129 +80,178 @@ class PlannedEntry:
     revision: int  # its number
     change: str
     previous_revision: int | None  # the revision the previous release published
+    withdrawn: bool = False  # the revision withdraws the record
 
 
-@dataclass(frozen=True)
+@dataclass
 class ReleasePlan:
-    """What publishing now would record: the next number and one entry per public record."""
+    """What publishing now would record: the next number, how many entries of each change,
+    and the first ``PREVIEW_SIZE`` changed entries (in listing order)."""
 
     number: int
     previous: Release | None
     last_revision: int
-    entries: list[PlannedEntry]
-
-    @property
-    def changed(self) -> list[PlannedEntry]:
-        return [e for e in self.entries if e.change != ReleaseChange.UNCHANGED]
+    change_counts: dict[str, int] = field(
+        default_factory=lambda: {change: 0 for change in ReleaseChange.values}
+    )
+    changed: list[PlannedEntry] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        counts = {change: 0 for change in ReleaseChange.values}
-        for entry in self.entries:
-            counts[entry.change] += 1
-        return counts
+        return dict(self.change_counts)
+
+    @property
+    def changed_count(self) -> int:
+        return sum(n for c, n in self.change_counts.items() if c != ReleaseChange.UNCHANGED)
+
+    @property
+    def total(self) -> int:
+        return sum(self.change_counts.values())
+
+    def add(self, entry: PlannedEntry, preview: int) -> None:
+        self.change_counts[entry.change] += 1
+        if entry.change != ReleaseChange.UNCHANGED and len(self.changed) < preview:
+            self.changed.append(entry)
 
 
-def release_plan() -> ReleasePlan:
-    """The release that publishing now would record (nothing is written).
+def release_plan(*, preview: int | None = None) -> ReleasePlan:
+    """The release that publishing now would record (nothing is written): its counts and
+    the first ``preview`` (``PREVIEW_SIZE``) changed entries.
 
-    Called by ``release_publish`` under the ledger lock; called on its own (the preview
-    of the publishing page, ``publish_release --dry-run``) it may be overtaken by a write.
-    Runs a fixed number of queries whatever the size of the knowledge base.
+    Called on its own (the preview of the publishing page) it may be overtaken by a
+    write. Reads the records in batches: a fixed number of
+    queries per ``BATCH_SIZE`` records, memory bounded by the batch and ``preview``.
     """
-    previous = Release.objects.order_by("-number").first()
-    released = _previous_entries(previous)
-    latest = _latest_revisions()
-    statuses = {
-        (kind, key): status
-        for kind, model in STATUS_MODELS.items()
-        for key, status in model.objects.values_list("key", "status")
-    }
-    withdrawn_before = _withdrawn_in_public(released, latest, statuses)
-    entries = []
-    for record in sorted(set(latest) | set(released), key=_entry_order):
-        entry = _plan_entry(
-            record,
-            latest.get(record),
-            released.get(record),
-            statuses.get(record),
-            withdrawn_before,
-        )
-        if entry is not None:
-            entries.append(entry)
-    last_revision = Revision.objects.aggregate(last=Max("number"))["last"] or 0
-    return ReleasePlan(
+    preview = PREVIEW_SIZE if preview is None else preview
+    previous = latest_release()
+    plan = ReleasePlan(
         number=previous.number + 1 if previous else 1,
         previous=previous,
-        last_revision=last_revision,
-        entries=entries,
+        last_revision=Revision.objects.aggregate(last=Max("number"))["last"] or 0,
     )
+    for batch in planned_batches(previous):
+        for entry in batch:
+            plan.add(entry, preview)
+    return plan
+
+
+def planned_entries() -> Iterator[PlannedEntry]:
+    """Every entry publishing now would record, in listing order, read batch by batch
+    (``publish_release --dry-run`` prints the changed ones as they come)."""
+    for batch in planned_batches(latest_release()):
+        yield from batch
 
 
 def release_publish(*, user: AbstractBaseUser, notes: str) -> Release:
     """Publish a release of every publishable record (see the module docstring).
 
     Runs in one transaction under the ledger lock, so no revision lands between reading
-    the records and recording the entries. Refused without notes
-    (``release.notes_required``) or when nothing changed since the previous release
-    (``release.nothing_changed``); needs the reviewer role (``PermissionDenied``).
+    the records and recording the entries; entries are planned and written batch by
+    batch. Refused without notes (``release.notes_required``) or when nothing changed since
+    the previous release (``release.nothing_changed``: the rows written so far are rolled
+    back); needs the reviewer role (``PermissionDenied``).
     """
     notes = (notes or "").strip()
     with transaction.atomic():
         head = lock_head()
         require_role(user, "reviewer", "publishing a release")
-        plan = release_plan()
-        problems = []
+        previous = latest_release()
         if not notes:
-            problems.append(
+            problems = [
                 RuleViolation(
                     "release.notes_required",
                     "a release needs notes saying what it publishes and why",
                     "notes",
                 )
-            )
-        if not plan.changed:
-            problems.append(_nothing_changed(plan))
-        if problems:
+            ]
+            if not release_plan(preview=0).changed_count:
+                problems.append(_nothing_changed(previous))
             raise RuleViolations(problems)
         release = Release.objects.create(
-            number=plan.number,
+            number=previous.number + 1 if previous else 1,
             published_at=timezone.now(),
             published_by=user,
             notes=notes,
             last_revision=head.number,
         )
-        ReleaseEntry.objects.bulk_create(
-            [
-                ReleaseEntry(
-                    release=release,
-                    record_kind=entry.kind,
-                    record_key=entry.key,
-                    revision_id=entry.revision_id,
-                    change=entry.change,
-                )
-                for entry in plan.entries
-            ],
-            batch_size=_CHUNK,
-        )
+        counts = {change: 0 for change in ReleaseChange.values}
+        for batch in planned_batches(previous):
+            _publish_batch(release, batch)
+            for entry in batch:
+                counts[entry.change] += 1
+        if counts[ReleaseChange.UNCHANGED] == sum(counts.values()):
+            raise RuleViolations([_nothing_changed(previous)])
+        # counted while writing: the release is complete once they are in (same transaction)
+        release.change_counts = counts
+        release.save(update_fields=["change_counts"])
         return release
 
 
-def _nothing_changed(plan: ReleasePlan) -> RuleViolation:
-    if plan.previous is None:
+def latest_release() -> Release | None:
+    return Release.objects.order_by("-number").first()
+
+
+def _publish_batch(release: Release, batch: list[PlannedEntry]) -> None:
+    """Write one batch's entries, and what the public lists filter by for the revisions
+    it publishes for the first time. Whatever else follows the published entries (an
+    index of the public record) is kept current here, batch by batch."""
+    ReleaseEntry.objects.bulk_create(
+        [
+            ReleaseEntry(
+                release=release,
+                record_kind=entry.kind,
+                record_key=entry.key,
+                revision_id=entry.revision_id,
+                change=entry.change,
+                withdrawn=entry.withdrawn,
+            )
+            for entry in batch
+        ],
+        batch_size=BATCH_SIZE,
+    )
+    index_released_revisions(
+        [entry.revision_id for entry in batch if entry.change != ReleaseChange.UNCHANGED]
+    )
+
+
+def index_released_revisions(revision_ids: list[int]) -> None:
+    """Record what the public lists filter by (``claimsdb.release_facets``) for the given
+    revisions that no release published before. Three queries."""
+    if not revision_ids:
+        return
+    rows = Revision.objects.filter(id__in=revision_ids, released__isnull=True).values_list(
+        "id", "record_kind", "snapshot"
+    )
+    documents, terms = [], []
+    for revision_id, kind, snapshot in rows.iterator(chunk_size=100):
+        document = json.loads(snapshot)
+        documents.append(
+            ReleasedRevision(
+                revision_id=revision_id, **release_facets.revision_fields(kind, document)
+            )
+        )
+        terms += [
+            ReleasedTerm(revision_id=revision_id, name=name, value=value, number=number)
+            for name, value, number in release_facets.revision_terms(kind, document)
+        ]
+    ReleasedRevision.objects.bulk_create(documents, batch_size=BATCH_SIZE)
+    ReleasedTerm.objects.bulk_create(terms, batch_size=BATCH_SIZE)
+
+
+def _nothing_changed(previous: Release | None) -> RuleViolation:
+    if previous is None:
         message = (
             "there is nothing to publish: no case is ready and no source, scope rule or "
             "assessment method is active"
         )
     else:
         message = (
-            f"nothing has changed since release {plan.previous.number}: no record has a new "
+            f"nothing has changed since release {previous.number}: no record has a new "
             "ready (or active) revision and none was withdrawn; a release would repeat it"
         )
     return RuleViolation("release.nothing_changed", message, "")
 
 
-def _entry_order(record: tuple[str, str]) -> tuple[int, str]:
-    return KIND_ORDER[record[0]], record[1]
+# --- planning, batch by batch ------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -203,57 +266,89 @@ class _Released:
     revision_id: int
     number: int
     sha: str
+    withdrawn: bool
 
 
-def _previous_entries(previous: Release | None) -> dict[tuple[str, str], _Released]:
+def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
+    """The entries of the release following ``previous``, ``BATCH_SIZE`` records at a time,
+    kind by kind (``KIND_ORDER``) and by key: three queries per batch.
+
+    The records are walked through their rows (keyset over the unique key index: records
+    are never deleted, so every record with revisions or a previous entry has one), and
+    ``previous``'s entries are taken in the same key range, so each record is met once.
+    """
+    for kind in KIND_ORDER:
+        after = ""
+        while True:
+            rows = list(
+                STATUS_MODELS[kind]
+                .objects.filter(key__gt=after)
+                .order_by("key")
+                .values_list("key", "status")[:BATCH_SIZE]
+            )
+            # a full batch ends at its last key (in the database's order); a short one is
+            # the kind's last
+            upto = rows[-1][0] if len(rows) == BATCH_SIZE else None
+            statuses = dict(rows)
+            latest = _latest_revisions(kind, list(statuses), after, upto)
+            released = _previous_entries(previous, kind, after, upto)
+            batch = []
+            for key in sorted(set(statuses) | set(released)):
+                entry = _plan_entry(
+                    (kind, key), latest.get(key), released.get(key), statuses.get(key)
+                )
+                if entry is not None:
+                    batch.append(entry)
+            if batch:
+                yield batch
+            if upto is None:
+                break
+            after = upto
+
+
+def _latest_revisions(
+    kind: str, keys: list[str], after: str, upto: str | None
+) -> dict[str, _Latest]:
+    """The latest revisions of the named records of ``kind`` (keys in (after, upto]), by
+    key. One query, read along the ledger's (record_kind, record_key, number) index: its
+    cost follows the revisions of these records, not the size of the ledger. (The key
+    range says so to the planner even before it has statistics on the keys.)"""
+    if not keys:
+        return {}
+    revisions = Revision.objects.filter(record_kind=kind, record_key__gt=after)
+    if upto is not None:
+        revisions = revisions.filter(record_key__lte=upto)
+    heads = (
+        revisions.filter(record_key__in=keys)
+        .order_by()
+        .values("record_key")
+        .annotate(last=Max("number"))
+        .values("last")
+    )
+    rows = Revision.objects.filter(number__in=Subquery(heads)).values_list(
+        "record_key", "id", "number", "snapshot_sha256"
+    )
+    return {key: _Latest(rid, number, sha) for key, rid, number, sha in rows}
+
+
+def _previous_entries(
+    previous: Release | None, kind: str, after: str, upto: str | None
+) -> dict[str, _Released]:
+    """``previous``'s entries of ``kind`` with keys in (after, upto], by key. One query."""
     if previous is None:
         return {}
-    rows = ReleaseEntry.objects.filter(release=previous).values_list(
-        "record_kind",
-        "record_key",
-        "revision_id",
-        "revision__number",
-        "revision__snapshot_sha256",
-    )
-    return {(kind, key): _Released(rid, number, sha) for kind, key, rid, number, sha in rows}
-
-
-def _latest_revisions() -> dict[tuple[str, str], _Latest]:
-    """The latest revision of every record in the ledger."""
-    numbers = [
-        row["last"]
-        for row in Revision.objects.order_by()
-        .values("record_kind", "record_key")
-        .annotate(last=Max("number"))
-    ]
-    latest = {}
-    for start in range(0, len(numbers), _CHUNK):
-        rows = Revision.objects.filter(number__in=numbers[start : start + _CHUNK]).values_list(
-            "record_kind", "record_key", "id", "number", "snapshot_sha256"
-        )
-        for kind, key, rid, number, sha in rows:
-            latest[(kind, key)] = _Latest(rid, number, sha)
-    return latest
-
-
-def _withdrawn_in_public(released, latest, statuses) -> set[tuple[str, str]]:
-    """Records whose released revision is already a withdrawn one, among those withdrawn
-    again since (the few snapshots it takes to tell ``withdrawn`` from ``updated``)."""
-    wanted = [
-        p.revision_id
-        for record, p in released.items()
-        if statuses.get(record) == WITHDRAWN
-        and record in latest
-        and latest[record].revision_id != p.revision_id
-    ]
-    if not wanted:
-        return set()
+    rows = ReleaseEntry.objects.filter(release=previous, record_kind=kind, record_key__gt=after)
+    if upto is not None:
+        rows = rows.filter(record_key__lte=upto)
     return {
-        (kind, key)
-        for kind, key, snapshot in Revision.objects.filter(id__in=wanted).values_list(
-            "record_kind", "record_key", "snapshot"
+        key: _Released(rid, number, sha, withdrawn)
+        for key, rid, number, sha, withdrawn in rows.values_list(
+            "record_key",
+            "revision_id",
+            "revision__number",
+            "revision__snapshot_sha256",
+            "withdrawn",
         )
-        if json.loads(snapshot).get("status") == WITHDRAWN
     }
 
 
@@ -262,17 +357,31 @@ def _plan_entry(
     latest: _Latest | None,
     released: _Released | None,
     status: str | None,
-    withdrawn_before: set[tuple[str, str]],
 ) -> PlannedEntry | None:
     kind, key = record
+    previous_number = released.number if released else None
 
-    def entry(revision_id: int, number: int, change: str) -> PlannedEntry:
+    def publish(change: str) -> PlannedEntry:
         return PlannedEntry(
-            kind, key, revision_id, number, change, released.number if released else None
+            kind,
+            key,
+            latest.revision_id,
+            latest.number,
+            change,
+            previous_number,
+            withdrawn=status == WITHDRAWN,
         )
 
     def keep() -> PlannedEntry:
-        return entry(released.revision_id, released.number, ReleaseChange.UNCHANGED)
+        return PlannedEntry(
+            kind,
+            key,
+            released.revision_id,
+            released.number,
+            ReleaseChange.UNCHANGED,
+            previous_number,
+            withdrawn=released.withdrawn,
+        )
 
     publishable = status == PUBLISHABLE[kind]
     if latest is None or not (publishable or status == WITHDRAWN):
@@ -281,9 +390,9 @@ def _plan_entry(
     if released is None:
         if status == WITHDRAWN:
             return None  # withdrawn before the public ever saw it
-        return entry(latest.revision_id, latest.number, ReleaseChange.NEW)
+        return publish(ReleaseChange.NEW)
     if latest.revision_id == released.revision_id or latest.sha == released.sha:
         return keep()
-    if status == WITHDRAWN and record not in withdrawn_before:
-        return entry(latest.revision_id, latest.number, ReleaseChange.WITHDRAWN)
-    return entry(latest.revision_id, latest.number, ReleaseChange.UPDATED)
+    if status == WITHDRAWN and not released.withdrawn:
+        return publish(ReleaseChange.WITHDRAWN)
+    return publish(ReleaseChange.UPDATED)

@@ -152,6 +152,7 @@ def release_new(request: HttpRequest) -> HttpResponse:
             "violations": violations,
             "plan": plan,
             "counts": plan.counts(),
+            "changed_count": plan.changed_count,
             "changed": [
                 {
                     "kind": e.kind,

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from claimsdb.models import ReleaseChange
+from claimsdb.public import release_counts
 from claimsdb.records import PermissionDenied, RuleViolations
-from claimsdb.services.releases import KIND_ORDER, release_plan, release_publish
+from claimsdb.services.releases import KIND_ORDER, latest_release, planned_entries, release_publish
 
 from ._common import acting_user
 
@@ -22,13 +24,11 @@ class Command(BaseCommand):
             "--dry-run", action="store_true", help="print what would be published; write nothing"
         )
 
+    # Both reports stream the changed entries: a release's entries never sit in memory.
+
     def handle(self, *args, **options):
         if options["dry_run"]:
-            plan = release_plan()
-            rows = [(e.change, e.kind, e.key, e.revision) for e in plan.entries]
-            self._report(f"release {plan.number} would publish", rows)
-            if not plan.changed:
-                self.stdout.write("nothing has changed: publishing would be refused")
+            self._dry_run()
             return
         user = acting_user(options["user"])
         try:
@@ -39,17 +39,34 @@ class Command(BaseCommand):
             for violation in exc.violations:
                 self.stderr.write(f"  {violation}")
             raise CommandError("the release was refused; nothing written") from exc
-        rows = [
-            (e.change, e.record_kind, e.record_key, e.revision.number)
-            for e in release.entries.select_related("revision")
-        ]
-        rows.sort(key=lambda row: (KIND_ORDER[row[1]], row[2]))
-        self._report(f"published release {release.number}", rows)
+        self._summary(f"published release {release.number}", release_counts(release))
+        for kind in KIND_ORDER:
+            rows = (
+                release.entries.filter(record_kind=kind)
+                .exclude(change=ReleaseChange.UNCHANGED)
+                .order_by("record_key")
+                .values_list("change", "record_key", "revision__number")
+            )
+            for change, key, number in rows.iterator(chunk_size=500):
+                self._entry(change, kind, key, number)
 
-    def _report(self, heading: str, rows: list[tuple[str, str, str, int]]) -> None:
-        changed = [row for row in rows if row[0] != "unchanged"]
-        self.stdout.write(
-            f"{heading}: {len(changed)} changed, {len(rows) - len(changed)} unchanged"
-        )
-        for change, kind, key, number in changed:
-            self.stdout.write(f"  {change}: {kind} {key} (revision {number})")
+    def _dry_run(self) -> None:
+        """The changed entries as the plan meets them, then the counts."""
+        previous = latest_release()
+        counts = {change: 0 for change in ReleaseChange.values}
+        for entry in planned_entries():
+            counts[entry.change] += 1
+            if entry.change != ReleaseChange.UNCHANGED:
+                self._entry(entry.change, entry.kind, entry.key, entry.revision)
+        number = previous.number + 1 if previous else 1
+        if self._summary(f"release {number} would publish", counts) == 0:
+            self.stdout.write("nothing has changed: publishing would be refused")
+
+    def _summary(self, heading: str, counts: dict[str, int]) -> int:
+        unchanged = counts[ReleaseChange.UNCHANGED]
+        changed = sum(counts.values()) - unchanged
+        self.stdout.write(f"{heading}: {changed} changed, {unchanged} unchanged")
+        return changed
+
+    def _entry(self, change: str, kind: str, key: str, number: int) -> None:
+        self.stdout.write(f"  {change}: {kind} {key} (revision {number})")
