@@ -280,8 +280,10 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
                 RuleViolation("document.type", f"must be a list, not {type_name(value)}", path)
             )
             return None
+        before = len(problems)
         items = [check(spec.item, item, join(path, i), problems) for i, item in enumerate(value)]
-        return spec.normalize(items) if spec.normalize and None not in items else items
+        # normalizing reads the items' fields: only items that passed every check have them
+        return spec.normalize(items) if spec.normalize and len(problems) == before else items
     if kind == "mapping":
         if not isinstance(value, dict):
             problems.append(
