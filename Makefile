@@ -56,3 +56,9 @@ bench-import: install
 
 clean:
 	rm -rf $(VENV) var *.egg-info
+
+# The live API against its OpenAPI schema: schemathesis's examples, coverage, fuzzing and
+# stateful phases on a fresh demo database (docs/limits.md).
+schemathesis: install
+	.ci/schemathesis
+.PHONY: schemathesis

@@ -416,6 +416,19 @@ def figures_of_other_cases(case_key: str) -> QuerySet[Any]:
     )
 
 
+def forbidding_rules(case_key: str) -> dict[str, str]:
+    """Figures the active non-attribution rules keep from a case: figure ID → rule key."""
+    from claimsdb.models import ScopeRule
+
+    rules = ScopeRule.objects.filter(
+        case=case_key, kind="non_attribution", status="active"
+    ).values_list("figure", "key")
+    forbidden: dict[str, str] = {}
+    for figure_id, key in rules.order_by("key"):
+        forbidden.setdefault(figure_id, key)
+    return forbidden
+
+
 def all_figures() -> QuerySet[Any]:
     from claimsdb.models import Figure
 

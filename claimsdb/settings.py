@@ -24,6 +24,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
+from claimsdb import limits
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -107,6 +109,7 @@ MIDDLEWARE = [
     "claimsdb.web.health.HealthCheckMiddleware",
     "claimsdb.web.requestlog.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "claimsdb.web.request_limits.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "claimsdb.web.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -190,13 +193,23 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
+# Password guessing (claimsdb/signin.py, docs/limits.md): failed sign-ins lock an account
+# from one address after a few, everywhere after more, for a while; the page, the admin and
+# the API token endpoint alike.
+AUTHENTICATION_BACKENDS = ["claimsdb.signin.ThrottledModelBackend"]
+SIGNIN_FAILURES_PER_ACCOUNT_AND_ADDRESS = int(os.environ.get("SIGNIN_FAILURES_PER_ADDRESS", "5"))
+SIGNIN_FAILURES_PER_ACCOUNT = int(os.environ.get("SIGNIN_FAILURES_PER_ACCOUNT", "20"))
+SIGNIN_LOCKOUT_SECONDS = int(os.environ.get("SIGNIN_LOCKOUT_SECONDS", "900"))
+
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 
 # Uploaded results files larger than this go to a temporary file and are streamed.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
-DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+# The largest request body read into memory: one record document (docs/limits.md). Larger
+# ones are refused (the API answers 413, request.too_large).
+DATA_UPLOAD_MAX_MEMORY_SIZE = limits.DOCUMENT_MAX_BYTES
 
 # Security headers; check --deploy is clean with DEBUG off.
 SECURE_CONTENT_TYPE_NOSNIFF = True
@@ -234,8 +247,6 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "claimsdb.api.rest.Pagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "claimsdb.api.errors.exception_handler",
-    # Password guessing at /api/v1/auth/token/, per client address.
-    "DEFAULT_THROTTLE_RATES": {"auth-token": os.environ.get("API_TOKEN_RATE", "20/minute")},
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 
@@ -263,6 +274,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "claimsdb.api.openapi.add_components",
+        "claimsdb.api.schema_rules.describe_parameters",
     ],
 }
 

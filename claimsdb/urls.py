@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from claimsdb.web.signin_views import SignInView
+
 urlpatterns = [
     path("api/v1/", include("claimsdb.api.urls")),
     path("api/v1/", include("claimsdb.api.import_urls")),
@@ -9,7 +11,7 @@ urlpatterns = [
     path("", include("claimsdb.web.urls")),
     path("", include("claimsdb.web.import_urls")),
     path("", include("claimsdb.web.release_urls")),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
 ]

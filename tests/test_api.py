@@ -14,7 +14,6 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.test import APIClient
-from rest_framework.throttling import ScopedRateThrottle
 
 from claimsdb.api.errors import exception_handler
 from claimsdb.models import Revision
@@ -144,15 +143,15 @@ def test_token_refused_for_wrong_password_and_missing_field(seeded, analyst):
     assert problems(missing) == [("required", "password")]
 
 
-def test_token_attempts_are_throttled(seeded, monkeypatch):
-    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"auth-token": "2/minute"})
+def test_token_attempts_are_throttled(seeded, settings):
+    settings.SIGNIN_FAILURES_PER_ACCOUNT_AND_ADDRESS = 2
     for _ in range(2):
         APIClient().post(f"{API}/auth/token/", {"username": "x", "password": "y"}, format="json")
     response = APIClient().post(
         f"{API}/auth/token/", {"username": "x", "password": "y"}, format="json"
     )
     assert response.status_code == 429
-    assert problems(response) == [("throttled", "")]
+    assert problems(response) == [("signin.throttled", "")]
     assert int(response["Retry-After"]) > 0
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.parsers import FormParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
+
+from claimsdb import signin
 
 from . import openapi
 from .common import CanonicalJSONRenderer, DocumentJSONParser
@@ -21,15 +23,17 @@ class TokenView(ObtainAuthToken):
     permission_classes = [AllowAny]
     parser_classes = [DocumentJSONParser, FormParser]
     renderer_classes = [CanonicalJSONRenderer]
-    throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "auth-token"
+    # password guessing is throttled per account (claimsdb/signin.py), not per address
+    throttle_classes: list = []
 
     @extend_schema(
         operation_id="auth_token_create",
         summary="Get an API token",
         description="Send a username and password; use the token as "
         "`Authorization: Token <token>` on later calls. The same token is returned until it "
-        "is revoked. Attempts are rate-limited per client address.",
+        "is revoked. Failed attempts are counted per account and client address and per "
+        "account: beyond a few, even the right password is refused with 429 "
+        "`signin.throttled` for a while (docs/limits.md).",
         tags=["auth"],
         auth=[],
         request={"application/json": openapi.ref("TokenRequest")},
@@ -55,4 +59,12 @@ class TokenView(ObtainAuthToken):
         },
     )
     def post(self, request: Request, *args, **kwargs) -> Response:
-        return super().post(request, *args, **kwargs)
+        try:
+            return super().post(request, *args, **kwargs)
+        except ValidationError:
+            lockout = getattr(request, "signin_lockout", None)
+            if lockout is not None:
+                raise Throttled(
+                    wait=lockout.retry_after, detail=lockout.message, code=signin.CODE
+                ) from None
+            raise

@@ -26,7 +26,9 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.defaults import page_not_found
 from rest_framework import exceptions, status
@@ -112,6 +114,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return _refusal(403, TITLES[403], [exc.violation])
     if isinstance(exc, RequestViolations):
         return _refusal(exc.status_code, TITLES.get(exc.status_code, ""), exc.violations)
+    if isinstance(exc, RequestDataTooBig | TooManyFieldsSent | TooManyFilesSent):
+        return _refusal(413, TITLES[413], [too_large_violation()])
     if isinstance(exc, Http404 | DjangoPermissionDenied | exceptions.APIException):
         response = drf_exception_handler(exc, context)
         if response is None:  # pragma: no cover - DRF handles all three
@@ -125,6 +129,15 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     logger.exception("unhandled error in an API view", exc_info=exc)
     violation = RuleViolation("server.error", "an internal error occurred; it has been logged")
     return _refusal(500, TITLES[500], [violation])
+
+
+def too_large_violation() -> RuleViolation:
+    return RuleViolation(
+        "request.too_large",
+        f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes, the "
+        "most a document may be (docs/limits.md)",
+        "",
+    )
 
 
 def _refusal(status_code: int, title: str, violations: list[RuleViolation]) -> Response:

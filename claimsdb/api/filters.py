@@ -71,6 +71,24 @@ class IntegerFilter(filters.NumberFilter):
 RELEASED = "revision__released__"  # the columns of a release entry's ReleasedRevision
 
 
+class StrictBooleanField(forms.Field):
+    """true or false (also 1 or 0); anything else is refused, not read as "not given"."""
+
+    def to_python(self, value):
+        if value in (None, ""):
+            return None
+        text = str(value).strip().lower()
+        if text in {"true", "1"}:
+            return True
+        if text in {"false", "0"}:
+            return False
+        raise forms.ValidationError("must be true or false", code="invalid")
+
+
+class StrictBooleanFilter(filters.BooleanFilter):
+    field_class = StrictBooleanField
+
+
 class ReleasedDocumentFilter:
     """FilterSet mixin: the filters applied to the released record, whose documents are
     revision snapshots. They run in the database on the release's entries, through what a
@@ -305,7 +323,7 @@ class CaseRevisionFilter(filters.FilterSet):
 
     action = filters.ChoiceFilter(choices=RevisionAction.choices)
     author = filters.CharFilter(field_name="author__username", help_text="the author's username")
-    material = filters.BooleanFilter(help_text="true: material changes; false: editorial ones")
+    material = StrictBooleanFilter(help_text="true: material changes; false: editorial ones")
     since = IntegerFilter(
         field_name="number",
         lookup_expr="gt",

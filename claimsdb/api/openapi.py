@@ -58,6 +58,8 @@ def field_schema(spec: record_schema.Field, components: dict[str, Any], top: boo
         result = {"type": "string", "pattern": spec.pattern}
     elif kind == "enum":
         result = {"type": "string", "enum": list(spec.values)}
+    elif kind == "url":
+        result = {"type": "string", "pattern": record_schema.URL_PATTERN}
     elif kind == "date":
         result = {"type": "string", "format": "date"}
     elif kind == "int":
@@ -83,8 +85,9 @@ def field_schema(spec: record_schema.Field, components: dict[str, Any], top: boo
             result["required"] = required
     else:  # pragma: no cover - every kind of records.schema is mapped above
         raise AssertionError(f"unmapped field kind {kind}")
-    if spec.max_length is not None:
-        result["maxLength"] = spec.max_length
+    longest = record_schema.max_chars(spec)
+    if longest is not None and kind != "enum":
+        result["maxLength"] = longest
     if spec.nullable:
         result["nullable"] = True
     return result
@@ -120,6 +123,7 @@ DRF_CODES = (
     "invalid",
     "required",
     "invalid_choice",
+    "authorization",
 )
 
 
@@ -275,7 +279,10 @@ def ledger_components() -> dict[str, Any]:
         },
         "TokenRequest": {
             "type": "object",
-            "properties": {"username": {"type": "string"}, "password": {"type": "string"}},
+            "properties": {
+                "username": {"type": "string", "minLength": 1},
+                "password": {"type": "string", "minLength": 1},
+            },
             "required": ["username", "password"],
         },
         "Token": {

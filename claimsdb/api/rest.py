@@ -85,6 +85,17 @@ class Pagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 200
 
+    def get_page_size(self, request):
+        # DRF falls back to the default on a malformed page_size; refuse it instead, so that
+        # the schema's "an integer of at least 1" is what the endpoint takes.
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is not None and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+            raise ValidationError(
+                {self.page_size_query_param: [f"must be an integer ≥ 1, not {raw!r}"]},
+                code="invalid",
+            )
+        return super().get_page_size(request)
+
 
 class StableOrderingFilter(OrderingFilter):
     """``?ordering=``, always ended by the view's unique field (``ordering_unique``, by

@@ -22,6 +22,8 @@ from typing import Any, BinaryIO, NamedTuple
 
 import ijson
 
+from claimsdb import limits
+
 FORMAT = "repro-results/1"
 SUPPORTED_FORMATS = ("repro-results/1",)
 
@@ -41,6 +43,8 @@ TRIAL_REPEATED = "repro.trial_repeated"
 TRIAL_COUNT = "repro.trial_count"
 TRIAL_COUNTER_MISMATCH = "repro.trial_counter_mismatch"
 TOO_MANY_PROBLEMS = "repro.too_many_problems"
+TOO_LARGE = "repro.too_large"
+TOO_MANY_TRIALS = "repro.too_many_trials"
 
 # Enough to show what is wrong with a broken file without burying the report.
 MAX_ROW_PROBLEMS = 100
@@ -211,6 +215,8 @@ def parse_results(stream: BinaryIO) -> tuple[ParsedRun | None, list[Problem]]:
         return None, [Problem(MALFORMED, error.message, "")]
     except _TooDeep as error:
         return None, [Problem(MALFORMED, error.message, error.path)]
+    except _TooLarge as error:
+        return None, [Problem(error.code, error.message, error.path)]
     except ijson.JSONError as error:
         return None, [Problem(MALFORMED, _json_error_message(error, source), scan.where)]
     header = scan.header
@@ -291,6 +297,16 @@ class _NotAnObject(Exception):
         self.message = message
 
 
+class _TooLarge(Exception):
+    """Input beyond one of the limits of docs/limits.md: reading stops there."""
+
+    def __init__(self, path: str, message: str, code: str = TOO_LARGE) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+        self.code = code
+
+
 class _TooDeep(Exception):
     def __init__(self, path: str) -> None:
         super().__init__(path)
@@ -309,6 +325,12 @@ class _CountingReader:
     def read(self, size: int = -1) -> bytes:
         chunk = self._stream.read(size)
         self.offset += len(chunk)
+        if self.offset > limits.UPLOAD_MAX_BYTES:
+            raise _TooLarge(
+                "",
+                f"The file is larger than {limits.UPLOAD_MAX_BYTES} bytes, the most a results "
+                "file may be (docs/limits.md).",
+            )
         if not self.saw_content and chunk.strip():
             self.saw_content = True
         return chunk
@@ -376,6 +398,8 @@ class _Scan:
         self.trials_seen = False
         self.tallies: dict[str, _Tally] = {}
         self.pending = 0
+        # characters of the header's strings and keys: the header is held in memory
+        self.header_chars = 0
         # scenario id -> its `trials` (None if unusable), when `scenarios` came before `trials`
         self.index: dict[str, int | None] | None = None
 
@@ -399,7 +423,8 @@ class _Scan:
             elif key == "trials":
                 self._read_trials(events, event, value)
             else:
-                self.header[key] = self._build(events, event, value, key)
+                self._note_text(key, key, header=True)
+                self.header[key] = self._build(events, event, value, key, header=True)
                 if key == "scenarios" and not self.trials_seen:
                     self.index = _scenario_index(self.header[key])
         self.where = ""
@@ -420,13 +445,41 @@ class _Scan:
 
     # values outside the trial rows
 
-    def _build(self, events: Iterator[tuple[str, Any]], event: str, value: Any, path: str) -> Any:
+    def _note_text(self, value: Any, path: str, *, header: bool) -> None:
+        """Refuse a string beyond the limits (docs/limits.md) as soon as it is read."""
+        if type(value) is not str:
+            return
+        if len(value) > limits.RESULTS_TEXT_MAX_CHARS:
+            self.report.add(
+                TOO_LARGE,
+                path,
+                f"{_capital(_label(path))} is {len(value)} characters long; at most "
+                f"{limits.RESULTS_TEXT_MAX_CHARS} are allowed (docs/limits.md).",
+            )
+        if header:
+            self.header_chars += len(value)
+            if self.header_chars > limits.RESULTS_HEADER_MAX_CHARS:
+                raise _TooLarge(
+                    path,
+                    "The file's fields outside its trial rows hold more than "
+                    f"{limits.RESULTS_HEADER_MAX_CHARS} characters of text (docs/limits.md).",
+                )
+
+    def _build(
+        self,
+        events: Iterator[tuple[str, Any]],
+        event: str,
+        value: Any,
+        path: str,
+        header: bool = False,
+    ) -> Any:
         """The value starting with this event, with its nested content read from `events`."""
         if event == "start_map":
             root: Any = {}
         elif event == "start_array":
             root = []
         else:
+            self._note_text(value, path, header=header)
             return value
         stack = [root]
         paths = [path]
@@ -435,6 +488,7 @@ class _Scan:
             if event == "map_key":
                 keys[-1] = value
                 self.where = _join(paths[-1], value)
+                self._note_text(value, self.where, header=header)
                 continue
             if event == "end_map" or event == "end_array":
                 stack.pop()
@@ -459,6 +513,8 @@ class _Scan:
             else:
                 child_path = f"{paths[-1]}[{len(parent)}]"
                 parent.append(child)
+            if type(child) is str:
+                self._note_text(child, child_path, header=header)
             if event == "start_map" or event == "start_array":
                 if len(stack) >= MAX_DEPTH:
                     raise _TooDeep(child_path)
@@ -492,6 +548,13 @@ class _Scan:
                 break
             k += 1
             self.rows_read = k
+            if k >= limits.TRIAL_ROWS_MAX:
+                raise _TooLarge(
+                    f"trials[{k}]",
+                    f"The file has more than {limits.TRIAL_ROWS_MAX} trial rows, the most one "
+                    "run may have (docs/limits.md).",
+                    TOO_MANY_TRIALS,
+                )
             if event != "start_map":
                 value = build(events, event, value, f"trials[{k}]")
                 report.row(TYPE, f"trials[{k}]", f"Trial row {k} is {_show(value)}, not an object.")
@@ -561,6 +624,13 @@ class _Scan:
         for key in row:
             if key not in _ROW_KEYS and not key.startswith("x-"):
                 report.row(UNKNOWN_KEY, f"{prefix}.{key}", _unknown_key_message(key, "a trial row"))
+            elif type(row[key]) is str and len(row[key]) > limits.RESULTS_TEXT_MAX_CHARS:
+                report.row(
+                    TOO_LARGE,
+                    f"{prefix}.{key}",
+                    f"{prefix}.{key} is {len(row[key])} characters long; at most "
+                    f"{limits.RESULTS_TEXT_MAX_CHARS} are allowed (docs/limits.md).",
+                )
         for key in _ROW_REQUIRED:
             if key not in row:
                 report.row(MISSING, f"{prefix}.{key}", f"Trial row {k} has no {key}.")
@@ -925,6 +995,20 @@ def _scenario_consistency(scenario: dict[str, Any], path: str, report: _Report) 
         )
 
 
+def _scenarios_within_limits(scenarios: list[Any], path: str, report: _Report) -> None:
+    _unique_scenario_ids(scenarios, path, report)
+    total = sum(
+        s["trials"] for s in scenarios if isinstance(s, dict) and _is_count(s.get("trials"))
+    )
+    if total > limits.TRIAL_ROWS_MAX:
+        report.add(
+            TOO_MANY_TRIALS,
+            path,
+            f"The scenarios' trials add up to {total}; one run may have at most "
+            f"{limits.TRIAL_ROWS_MAX} (docs/limits.md).",
+        )
+
+
 def _unique_scenario_ids(scenarios: list[Any], path: str, report: _Report) -> None:
     first: dict[str, int] = {}
     for i, scenario in enumerate(scenarios):
@@ -1039,7 +1123,7 @@ _RUN = _object(
         "started_at": _Field(_timestamp),
         "finished_at": _Field(_timestamp),
         "environment": _Field(_ENVIRONMENT),
-        "scenarios": _Field(_list(_SCENARIO, at_least=1, then=_unique_scenario_ids)),
+        "scenarios": _Field(_list(_SCENARIO, at_least=1, then=_scenarios_within_limits)),
         "artifacts": _Field(_list(_ARTIFACT), False),
         "notes": _Field(_text(), False),
     },

@@ -23,6 +23,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -34,6 +35,7 @@ from django.db import transaction
 
 from claimsdb.models import Case, Claim, ClaimIdReservation, ImportReport, ReproductionRun
 from claimsdb.records import PermissionDenied, RuleViolations, record_document
+from claimsdb.records.schema import control_message, first_control_character
 from claimsdb.services.ledger import format_time, lock_head
 from claimsdb.services.permissions import require_role
 from claimsdb.services.writer import RecordWrite, write_records
@@ -77,6 +79,7 @@ CLAIM_UNKNOWN = "import.claim_unknown"
 CLAIM_FOREIGN = "import.claim_foreign"
 RUN_CONFLICT = "import.run_conflict"
 FILE_CHANGED = "import.file_changed"
+FILENAME_INVALID = "import.filename_invalid"
 PERMISSION_DENIED = "permission.denied"
 
 IMPORT_ROLE = "analyst"
@@ -217,12 +220,17 @@ class ResultsImporter:
 
     def import_file(self, stream: BinaryIO, *, filename: str) -> Report:
         """Import one results file (any binary stream; a seekable one is read twice)."""
+        bad = first_control_character(filename, allow_whitespace=False)
         report = Report(
-            filename=filename,
+            filename=filename if bad is None else _printable(filename),
             dry_run=self.dry_run,
             replace=self.replace,
             user=getattr(self.user, "username", "") or "",
         )
+        if bad is not None:
+            message = f"the file name {control_message(bad)}; rename the file"
+            report.problems = [Problem(FILENAME_INVALID, message, "filename")]
+            return self._finish_refused(report)
         try:
             # Checked again inside the writing transaction; this spares a refused user the
             # reading of a large file.
@@ -524,6 +532,11 @@ def _written_message(outcome: str, run_id: str, case: str, report: Report) -> st
 def _dry_message(outcome: str, run_id: str, case: str) -> str:
     verb = {IMPORTED: "imported into", REPLACED: "replaced in", RESTORED: "restored in"}[outcome]
     return f"Dry run: run {run_id} would be {verb} case {case}; nothing was written."
+
+
+def _printable(name: str) -> str:
+    """A file name with its control characters replaced, fit to store and to show."""
+    return "".join("\ufffd" if unicodedata.category(c) == "Cc" else c for c in name)
 
 
 def _from_violation(violation, case: str = "") -> Problem:

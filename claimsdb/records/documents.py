@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
+from claimsdb.limits import DOCUMENT_MAX_BYTES
 from claimsdb.models import (
     Assessment,
     AssessmentMethod,
@@ -234,11 +235,29 @@ def parse_document(raw: Any, expected_kind: str | None = None) -> tuple[str, dic
                 )
             ]
         )
+    size = document_size(raw)
+    if size > DOCUMENT_MAX_BYTES:
+        raise RuleViolations(
+            [
+                RuleViolation(
+                    "document.too_large",
+                    f"the document is {size} bytes of JSON; at most {DOCUMENT_MAX_BYTES} are "
+                    "allowed (docs/limits.md)",
+                    "",
+                )
+            ]
+        )
     problems: list[RuleViolation] = []
     document = schema.check(schema.SCHEMAS[kind], raw, "", problems)
     if problems:
         raise RuleViolations(problems)
     return kind, document
+
+
+def document_size(raw: Any) -> int:
+    """Bytes of a document as compact UTF-8 JSON (what it costs to store and to send)."""
+    text = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), default=str)
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def parse_bundle(raw: Any) -> dict[str, list[dict[str, Any]]]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from claimsdb import choices
+from claimsdb.limits import TEXT_MAX_CHARS
 
 from .errors import RuleViolation
 
@@ -35,6 +36,20 @@ class Field:
     optional_default: Any = None  # set for the few additive fields older documents may omit
     normalize: Callable[[Any], Any] | None = None
     max_length: int | None = None
+
+
+STRING_KINDS = frozenset({"str", "pattern", "enum", "date", "url"})
+# A source's address: empty, or an http(s) URL (a javascript: or data: URL is never stored).
+URL_PATTERN = (
+    "^(|[hH][tT][tT][pP][sS]?://[^\\s\\x00-\\x1f\\x7f-\\x9f/?#]+[^\\s\\x00-\\x1f\\x7f-\\x9f]*)$"
+)
+
+
+def max_chars(spec: Field) -> int | None:
+    """The longest string a field takes: its own limit, else the limit of every text."""
+    if spec.kind not in STRING_KINDS:
+        return None
+    return spec.max_length if spec.max_length is not None else TEXT_MAX_CHARS
 
 
 def text(max_length: int | None = None) -> Field:
@@ -135,7 +150,7 @@ SOURCE = obj(
     title=text(500),
     kind=enum(choices.SourceKind.values),
     publisher=text(300),
-    url=text(2000),
+    url=Field("url", max_length=2000),
     published_on=DATE_OR_NULL,
     accessed_on=DATE_OR_NULL,
     reliability=enum(choices.Reliability.values),
@@ -190,6 +205,7 @@ TYPE_NAMES = {
     "int": "an integer",
     "number": "a number",
     "date": "a date (YYYY-MM-DD)",
+    "url": "a string",
     "list": "a list",
     "object": "an object",
     "object_any": "an object",
@@ -213,7 +229,7 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
         )
         return None
     kind = spec.kind
-    if kind in {"str", "pattern", "enum", "date"}:
+    if kind in STRING_KINDS:
         if not isinstance(value, str):
             problems.append(
                 RuleViolation(
@@ -225,11 +241,13 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             return None
         if "\x00" in value:  # no database stores it alike (PostgreSQL refuses it)
             problems.append(RuleViolation("document.invalid_value", NUL_MESSAGE, path))
-        if spec.max_length is not None and len(value) > spec.max_length:
+        longest = max_chars(spec)
+        if longest is not None and len(value) > longest:
             problems.append(
                 RuleViolation(
                     "document.invalid_value",
-                    f"is {len(value)} characters long; at most {spec.max_length} are allowed",
+                    f"is {len(value)} characters long; at most {longest} are allowed "
+                    "(docs/limits.md)",
                     path,
                 )
             )
@@ -240,6 +258,15 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             else:
                 message = f"{value!r} is not one of {allowed}"
             problems.append(RuleViolation(spec.code, message, path))
+        if kind == "url" and not re.fullmatch(URL_PATTERN, value):
+            problems.append(
+                RuleViolation(
+                    "source.url_scheme",
+                    f"{value[:80]!r} is not an http:// or https:// address (or empty); other "
+                    "schemes (javascript:, data:, file:…) are refused",
+                    path,
+                )
+            )
         if kind == "pattern" and not re.fullmatch(spec.pattern, value):
             problems.append(
                 RuleViolation(spec.code, f"{value!r} does not match {spec.pattern}", path)
@@ -280,14 +307,21 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
                 RuleViolation("document.type", f"must be a list, not {type_name(value)}", path)
             )
             return None
+        before = len(problems)
         items = [check(spec.item, item, join(path, i), problems) for i, item in enumerate(value)]
-        return spec.normalize(items) if spec.normalize and None not in items else items
+        # normalizing reads the items' fields: only items that passed every check have them
+        return spec.normalize(items) if spec.normalize and len(problems) == before else items
     if kind == "mapping":
         if not isinstance(value, dict):
             problems.append(
                 RuleViolation("document.type", f"must be an object, not {type_name(value)}", path)
             )
             return None
+        for k in value:
+            bad = first_control_character(k, allow_whitespace=False)
+            if bad is not None:
+                message = "a key " + control_message(bad)
+                problems.append(RuleViolation("document.invalid_key", message, join(path, k)))
         return {k: check(spec.item, v, join(path, k), problems) for k, v in value.items()}
     if kind == "object_any":
         if not isinstance(value, dict):
@@ -331,6 +365,23 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
 
 
 NUL_MESSAGE = "must not contain NUL characters (\\u0000)"
+# Keys, identifiers and file names take no control character (C0, DEL, C1); prose takes any
+# character but NUL (tab, newline… belong to text).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_IN_PROSE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def first_control_character(value: str, *, allow_whitespace: bool) -> str | None:
+    """The first control character of ``value`` that is not allowed there, if any. Keys,
+    identifiers and file names take none; prose takes tab, newline and carriage return."""
+    match = (_CONTROL_IN_PROSE if allow_whitespace else _CONTROL).search(value)
+    return match.group() if match else None
+
+
+def control_message(character: str) -> str:
+    if character == "\x00":
+        return NUL_MESSAGE
+    return f"must not contain control characters (U+{ord(character):04X})"
 
 
 def _contains_nul(value: Any) -> bool:

@@ -12,6 +12,8 @@ CODES: dict[str, str] = {
     "document.type": "a field has the wrong JSON type",
     "document.invalid_value": "a value outside the field's vocabulary, pattern, or length",
     "document.duplicate_key": "the same record twice in one bundle",
+    "document.too_large": "a document larger than a document may be (docs/limits.md)",
+    "document.invalid_key": "an object key with a control character (NUL included)",
     "document.inconsistent": "two documents of one change disagree (e.g. the two sides of a "
     "relation)",
     # records
@@ -30,6 +32,7 @@ CODES: dict[str, str] = {
     "claim.evidence_required": "supported/partially_supported claims need a `supports` link; "
     "refuted claims a `contradicts` link",
     "evidence.source_unknown": "an evidence link names a source that does not exist",
+    "source.url_scheme": "a source's url is neither empty nor an http:// or https:// address",
     # assessments
     "assessment.method_unknown": "the assessment names a method that does not exist",
     "assessment.value_missing": "a dimension of the method has no value",
@@ -90,6 +93,10 @@ CODES: dict[str, str] = {
     "repro.trial_counter_mismatch": "a scenario counter differs from the number of its trial "
     "rows with the matching flag true",
     "repro.too_many_problems": "more problems than are listed; fix the listed ones first",
+    "repro.too_large": "the file, one of its strings, or its fields outside the trial rows are "
+    "larger than allowed (docs/limits.md)",
+    "repro.too_many_trials": "more trial rows (or scenarios' trials) than one run may have "
+    "(docs/limits.md)",
     # importing a results file
     "import.case_unknown": "the file's `case` names no existing case",
     "import.claim_unknown": "a claim of `claims` does not exist (or was removed)",
@@ -100,6 +107,7 @@ CODES: dict[str, str] = {
     "import.file_changed": "the file changed between the importer's check and its storage "
     "pass; nothing was written",
     "import.no_file": "an import request without a results file",
+    "import.filename_invalid": "a results file's name with a control character (NUL included)",
     # the API (HTTP status in brackets)
     "record.not_found": "no record (case, source, rule, method, claim, revision) by that key "
     "(HTTP 404)",
@@ -110,6 +118,9 @@ CODES: dict[str, str] = {
     "pagination.cursor_invalid": "?cursor= is not a place in the revision feed: take it from a "
     "response's next or previous link",
     "server.error": "an unexpected error, logged on the server (HTTP 500)",
+    "request.too_large": "a request body larger than allowed (HTTP 413; docs/limits.md)",
+    "signin.throttled": "too many failed sign-ins for the account: even the right password is "
+    "refused for a while (HTTP 429; docs/limits.md)",
     # releases
     "release.notes_required": "publishing a release needs notes",
     "release.nothing_changed": "nothing changed since the previous release: no release is made",

@@ -135,11 +135,15 @@ def relations_agree(state: ScopeState) -> Iterator[RuleViolation]:
     kinds: dict[frozenset[str], set[str]] = {}
     for case, other, kind in state.relations:
         kinds.setdefault(frozenset((case, other)), set()).add(kind)
+    # Each relation once, on the side whose document lists it (the other side lists it too
+    # when it is symmetric): a conflict and a bridged rule on one relation are one problem.
+    reported: set[frozenset[str]] = set()
     for case, other, kind in state.relations:
         if kind != "same_event" or "related_distinct" not in kinds[frozenset((case, other))]:
             continue
         for subject, partner in ((case, other), (other, case)):
-            if state.reports(subject):
+            if state.reports(subject) and frozenset((case, other)) not in reported:
+                reported.add(frozenset((case, other)))
                 yield RuleViolation(
                     "scope.relation_conflict",
                     f"{subject} and {partner} cannot be both the same event and related but "
@@ -147,8 +151,10 @@ def relations_agree(state: ScopeState) -> Iterator[RuleViolation]:
                     paths[(subject, partner, kind)],
                     case_record(subject),
                 )
-    seen = set()
+    partners = {(subject, path): partner for (subject, partner, _), path in paths.items()}
     for _, violation in bridge_hits(state):
-        if state.reports(violation.record.removeprefix("case ")) and violation not in seen:
-            seen.add(violation)
+        subject = violation.record.removeprefix("case ")
+        relation = frozenset((subject, partners.get((subject, violation.path), "")))
+        if state.reports(subject) and relation not in reported:
+            reported.add(relation)
             yield violation

@@ -16,9 +16,12 @@ import xml.etree.ElementTree as etree
 
 import markdown
 import nh3
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown.extensions import Extension
 from markdown.treeprocessors import Treeprocessor
+
+from claimsdb.limits import PAGE_TEXT_CHARS
 
 ALLOWED_TAGS = {
     "a",
@@ -91,9 +94,36 @@ def sanitize_html(html: str) -> str:
     )
 
 
-def render_markdown(text: str | None) -> SafeString:
-    """Markdown text → sanitized HTML, safe to put in a template as it is."""
+def render_markdown(text: str | None, *, full_text_url: str = "") -> SafeString:
+    """Markdown text → sanitized HTML, safe to put in a template as it is.
+
+    A text longer than a page shows (``PAGE_TEXT_CHARS``, docs/limits.md) is cut there, with a
+    note linking to ``full_text_url`` (the whole record), so that pages stay bounded."""
     if not text or not text.strip():
         return mark_safe("")
-    html = _converter().convert(text)
-    return mark_safe(sanitize_html(html))  # noqa: S308 (cleaned by nh3 just above)
+    shown, cut = page_excerpt(text)
+    html = sanitize_html(_converter().convert(shown))
+    if cut:
+        html += format_html(
+            '<p class="shortened muted">Shortened here: the whole text is {} characters long'
+            "{}.</p>",
+            len(text),
+            format_html(' — <a href="{}">read it in the record</a>', full_text_url)
+            if full_text_url
+            else "",
+        )
+    return mark_safe(html)  # noqa: S308 (cleaned by nh3 just above; the note is escaped)
+
+
+def page_excerpt(text: str, limit: int | None = None) -> tuple[str, bool]:
+    """The start of ``text`` that a page shows, and whether it was cut: at a paragraph or
+    word boundary near ``limit`` characters when there is one."""
+    limit = PAGE_TEXT_CHARS if limit is None else limit
+    if len(text) <= limit:
+        return text, False
+    head = text[:limit]
+    for boundary in ("\n\n", "\n", " "):
+        at = head.rfind(boundary)
+        if at >= limit // 2:
+            return head[:at].rstrip() + " …", True
+    return head + "…", True

@@ -11,6 +11,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.urls import reverse
+
 from claimsdb import choices, public, selectors
 from claimsdb.models import AssessmentMethod, Release, Revision
 
@@ -114,7 +116,9 @@ class AssessmentView:
     basis_sources: list[SourceView]
 
 
-def assessment_view(position: int, assessment: dict[str, Any], methods, sources) -> AssessmentView:
+def assessment_view(
+    position: int, assessment: dict[str, Any], methods, sources, *, full_text_url: str = ""
+) -> AssessmentView:
     method = methods.get(assessment["method"])
     values = assessment["values"]
     profile: list[tuple[str, str]] = []
@@ -144,7 +148,7 @@ def assessment_view(position: int, assessment: dict[str, Any], methods, sources)
         impact_label=impact_labels.get(str(impact), "") if impact is not None else "",
         impact_scale=scale,
         ungraded_reason=assessment["impact_ungraded_reason"],
-        narrative_html=render_markdown(assessment["narrative"]),
+        narrative_html=render_markdown(assessment["narrative"], full_text_url=full_text_url),
         basis_claims=list(assessment["evidence_basis"]["claims"]),
         basis_sources=[
             sources.get(k) or source_view(k, None) for k in assessment["evidence_basis"]["sources"]
@@ -266,9 +270,16 @@ def case_page(
         scope = selectors.scope_of_document(document)
     sources = {k: source_view(k, source_docs.get(k)) for k in keys}
     figures = scope["figures"]
+    # long texts are cut on the page; the whole record is one link away
+    full_text_url = (
+        reverse("case-revision-json", args=[document["key"], revision])
+        if as_of is not None and revision is not None
+        else reverse("case-record-json", args=[document["key"]])
+    )
 
     assessments = [
-        assessment_view(i, a, methods, sources) for i, a in enumerate(document["assessments"])
+        assessment_view(i, a, methods, sources, full_text_url=full_text_url)
+        for i, a in enumerate(document["assessments"])
     ]
     claims = [
         {
@@ -296,7 +307,7 @@ def case_page(
         status=document["status"],
         status_label=label("case_status", document["status"]),
         tags=document["tags"],
-        scope_note_html=render_markdown(document["scope_note"]),
+        scope_note_html=render_markdown(document["scope_note"], full_text_url=full_text_url),
         scope=scope,
         own_figures=[
             {
@@ -325,9 +336,9 @@ def case_page(
         ],
         assessment=assessments[-1] if assessments else None,
         earlier_assessments=list(reversed(assessments[:-1])),
-        basis_html=render_markdown(document["basis"]),
-        limits_html=render_markdown(document["limits"]),
-        account_html=render_markdown(document["account"]),
+        basis_html=render_markdown(document["basis"], full_text_url=full_text_url),
+        limits_html=render_markdown(document["limits"], full_text_url=full_text_url),
+        account_html=render_markdown(document["account"], full_text_url=full_text_url),
         claims=claims,
         controls=[
             {**c, "kind_label": label("control_kind", c["kind"])} for c in document["controls"]

@@ -434,11 +434,18 @@ class AttributionsEditView(ListEditView):
     )
 
     def form_kwargs(self, document):
+        forbidden = selectors.forbidding_rules(document["key"])
         return {
             "figure_choices": [
                 (
                     f.figure_id,
-                    f"{f.figure_id}: {number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}",
+                    f"{f.figure_id}: {number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}"
+                    # a rule forbids this one here: saying so before the save is refused
+                    + (
+                        f" — forbidden for this case by {forbidden[f.figure_id]}"
+                        if f.figure_id in forbidden
+                        else ""
+                    ),
                 )
                 for f in selectors.figures_of_other_cases(document["key"])
             ]
