@@ -763,7 +763,7 @@ def ms(seconds: float) -> str:
 
 
 def rate(count: float, unit: str) -> str:
-    return f"{count:,.0f} {unit}/s"
+    return f"{count:,.{0 if count >= 100 else 1}f} {unit}/s"
 
 
 def mib(size: float) -> str:
