@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: install run serve worker test test-sqlite test-postgres lint bench bench-import clean
+.PHONY: install run serve worker test test-sqlite test-postgres lint bench bench-scale bench-import clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,10 +49,18 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 
-bench: bench-import
+# Benchmarks run on PostgreSQL: DATABASE_URL, or the local server below. Each makes its own
+# throwaway databases and drops them. `make bench-scale BENCH_ARGS=--quick` for a small run.
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/claimsdb
+BENCH_ENV := DATABASE_URL=$${DATABASE_URL:-$(BENCH_DATABASE_URL)}
+
+bench: bench-scale bench-import
+
+bench-scale: install
+	$(BENCH_ENV) $(BIN)/python bench/scale.py $(BENCH_ARGS)
 
 bench-import: install
-	$(BIN)/python bench/import.py
+	$(BENCH_ENV) $(BIN)/python bench/import.py
 
 clean:
 	rm -rf $(VENV) var *.egg-info

@@ -1,0 +1,986 @@
+"""Scale benchmark of claimsdb on PostgreSQL (``make bench``): one table of ratios.
+
+    DATABASE_URL=postgres://user@host:5432/claimsdb .venv/bin/python bench/scale.py
+    .venv/bin/python bench/scale.py --quick           # a small run, about a minute
+    .venv/bin/python bench/scale.py --cases 2000 --small-cases 200 --update-cases 200 \\
+        --revisions 20000
+
+Every figure is a ratio of two measurements made in the same run, on throwaway databases
+(``<name>_scale_<pid>_…``, copied from one migrated template, all dropped at the end):
+
+* synthetic knowledge bases (``claimsdb.synthetic_kb``) of ``--cases`` (100,000),
+  ``--small-cases`` (10,000) and ``--update-cases`` (1,000) cases are loaded with
+  ``manage.py load_records``; the load rate (records/s) at the two large sizes, and against
+  a raw floor: the very rows the load wrote (revisions included, one per record), dumped
+  with COPY and copied back into the emptied tables, foreign keys checked, rolled back;
+* the ledger of the largest knowledge base is padded to ``--revisions`` (1,000,000): the
+  added revisions repeat records' latest snapshots, chained with the ledger's own
+  ``chain_hash`` and copied in bulk, so the chain verifies and every record still equals
+  its latest snapshot (the smaller knowledge bases get as many revisions per case);
+* one case update through ``case_update`` at ``--update-cases`` vs ``--cases`` cases, and
+  against a raw floor: deleting and re-inserting the case's rows (and the rows that point
+  at them) with ``executemany``, plus one chained revision row, in one transaction;
+* ``GET /api/v1/cases/<key>/`` through Django's test client (signed in) against the same
+  rows fetched with one psycopg query per table plus ``json.dumps``; the case list page
+  and a search against the bare SQL behind them (a page of ``PAGE_SIZE`` cases by key
+  with the count; a GIN-indexed ``tsvector`` search of case, claim and source texts), p95;
+* ``verify_history`` against streaming the same revision rows and hashing the same bytes
+  with ``hashlib.sha256``; ``publish_release``, ``export_records`` and ``check_rules``
+  rates; the peak memory of every command at the two large sizes, each in its own child
+  process: ``tracemalloc`` peak (in a separate traced run) and ``ru_maxrss``.
+
+``--profile`` adds a cProfile of one case update at the largest size below the table.
+The exit status is 0 when the run completed (``--strict``: only when every target is met).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import hashlib
+import io
+import json
+import os
+import pstats
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/claimsdb"
+USER = "bench-reviewer"
+PAGE_SIZE = 50  # rows of the list floor's page
+SEARCH_LIMIT = 50  # hits per kind of the search floor
+QUICK = {"cases": 24, "small_cases": 12, "update_cases": 12, "revisions": 400, "repeats": 3}
+
+
+def setup_django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "claimsdb.settings")
+    os.environ.setdefault("SECRET_KEY", "claimsdb-benchmark-only-" + "x" * 40)
+    hosts = os.environ.get("ALLOWED_HOSTS", "")
+    if "testserver" not in hosts.split(","):  # the in-process test client's host
+        os.environ["ALLOWED_HOSTS"] = f"{hosts},testserver" if hosts else "testserver"
+    import django
+
+    django.setup()
+
+
+def maxrss_bytes() -> int:
+    # Linux reports kilobytes, macOS bytes.
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss if sys.platform == "darwin" else rss * 1024
+
+
+# --- child processes: one measurement each ------------------------------------------------
+
+CHILDREN: dict[str, Callable[..., dict]] = {}
+
+
+def child(function: Callable[..., dict]) -> Callable[..., dict]:
+    CHILDREN[function.__name__.removeprefix("child_")] = function
+    return function
+
+
+@child
+def child_command(name: str, args: list[str], options: dict[str, Any], runs: str) -> dict:
+    """One management command, its output thrown away: ``runs`` is ``timed``, ``traced``,
+    or ``both`` (a read-only command: timed, ``ru_maxrss`` taken, then traced)."""
+    setup_django()
+    from django.core.management import call_command
+
+    result: dict[str, Any] = {}
+    with open(os.devnull, "w") as sink:
+        if runs in {"timed", "both"}:
+            start = time.perf_counter()
+            call_command(name, *args, stdout=sink, stderr=sink, **options)
+            result["seconds"] = time.perf_counter() - start
+            result["maxrss"] = maxrss_bytes()
+        if runs in {"traced", "both"}:
+            tracemalloc.start()
+            call_command(name, *args, stdout=sink, stderr=sink, **options)
+            result["tracemalloc_peak"] = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+    return result
+
+
+_COLUMNS: dict[str, list[str]] = {}
+
+
+def _columns(cursor, table: str) -> list[str]:
+    """The columns a row can be written to (generated ones are left out); looked up once."""
+    if table in _COLUMNS:
+        return _COLUMNS[table]
+    cursor.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+        "current_schema() AND table_name = %s AND is_generated = 'NEVER' "
+        "ORDER BY ordinal_position",
+        [table],
+    )
+    _COLUMNS[table] = [row[0] for row in cursor.fetchall()]
+    return _COLUMNS[table]
+
+
+def _app_models() -> list:
+    from django.apps import apps
+
+    return list(apps.get_app_config("claimsdb").get_models(include_auto_created=True))
+
+
+def _ident(*names: str):
+    from psycopg import sql
+
+    return sql.SQL(", ").join(sql.Identifier(n) for n in names)
+
+
+class _Rollback(Exception):
+    pass
+
+
+@child
+def child_load_floor() -> dict:
+    """COPY the rows the load wrote back into the emptied tables; check keys; roll back."""
+    setup_django()
+    from django.db import connection, transaction
+    from psycopg import sql
+
+    tables = sorted({m._meta.db_table for m in _app_models()})
+    dumps: dict[str, tuple[list[str], bytes, int]] = {}
+    with connection.cursor() as cursor:
+        for table in tables:
+            columns = _columns(cursor, table)
+            cursor.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)))
+            rows = cursor.fetchone()[0]
+            if not rows:
+                continue
+            buffer = io.BytesIO()
+            statement = sql.SQL("COPY {} ({}) TO STDOUT").format(
+                sql.Identifier(table), _ident(*columns)
+            )
+            with cursor.cursor.copy(statement) as copy:
+                for data in copy:
+                    buffer.write(data)
+            dumps[table] = (columns, buffer.getvalue(), rows)
+    seconds = 0.0
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql.SQL("TRUNCATE {}").format(_ident(*tables)))
+            start = time.perf_counter()
+            for table, (columns, data, _) in dumps.items():
+                statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+                    sql.Identifier(table), _ident(*columns)
+                )
+                with cursor.cursor.copy(statement) as copy:
+                    view = memoryview(data)
+                    for offset in range(0, len(view), 1 << 20):
+                        copy.write(view[offset : offset + (1 << 20)])
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # the deferred foreign keys
+            seconds = time.perf_counter() - start
+            raise _Rollback
+    except _Rollback:
+        pass
+    return {"seconds": seconds, "rows": {t: n for t, (_, _, n) in dumps.items()}}
+
+
+@child
+def child_pad(target: int) -> dict:
+    """Add revisions up to ``target`` that repeat records' latest snapshots, validly chained."""
+    setup_django()
+    from django.db import connection, transaction
+    from django.utils import timezone
+    from psycopg import sql
+
+    from claimsdb.models import LedgerHead, Revision
+    from claimsdb.services.ledger import chain_hash, lock_head
+
+    with transaction.atomic():
+        head = lock_head()
+        missing = target - head.number
+        if missing <= 0:
+            return {"added": 0}
+        step = max(1, head.number // 2000)
+        sampled = set(
+            Revision.objects.filter(number__in=range(1, head.number + 1, step)).values_list(
+                "record_kind", "record_key"
+            )
+        )
+        latest: dict[tuple[str, str], int] = {}
+        for number, kind, key in Revision.objects.filter(
+            record_key__in={key for _, key in sampled}
+        ).values_list("number", "record_kind", "record_key"):
+            if (kind, key) in sampled:
+                latest[(kind, key)] = max(number, latest.get((kind, key), 0))
+        table = Revision._meta.db_table
+        pk = Revision._meta.pk.column
+        with connection.cursor() as cursor:
+            columns = [c for c in _columns(cursor, table) if c != pk]
+            cursor.execute(
+                sql.SQL("SELECT {} FROM {} WHERE number = ANY(%s) ORDER BY number").format(
+                    _ident(*columns), sql.Identifier(table)
+                ),
+                [sorted(latest.values())],
+            )
+            templates = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+            field = {f.name: f.column for f in Revision._meta.concrete_fields}
+            number, previous = head.number, head.chain_hash
+            statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+                sql.Identifier(table), _ident(*columns)
+            )
+            with cursor.cursor.copy(statement) as copy:
+                for index in range(missing):
+                    row = dict(templates[index % len(templates)])
+                    number += 1
+                    created_at = timezone.now()
+                    row.update(
+                        {
+                            field["number"]: number,
+                            field["action"]: "update",
+                            field["material"]: False,
+                            field["summary"]: "Benchmark history (snapshot unchanged)",
+                            field["created_at"]: created_at,
+                            field["previous_hash"]: previous,
+                        }
+                    )
+                    previous = row[field["chain_hash"]] = chain_hash(
+                        previous_hash=previous,
+                        number=number,
+                        record_kind=row[field["record_kind"]],
+                        record_key=row[field["record_key"]],
+                        action="update",
+                        material=False,
+                        summary=row[field["summary"]],
+                        author_id=row[field["author"]],
+                        created_at=created_at,
+                        snapshot_sha256=row[field["snapshot_sha256"]],
+                    )
+                    copy.write_row([row[c] for c in columns])
+        LedgerHead.objects.filter(pk=head.pk).update(number=number, chain_hash=previous)
+    return {"added": missing}
+
+
+def _case_rows(cursor, case_pk: int) -> dict[str, tuple[list[str], list[tuple]]]:
+    """The case's row, the rows that point at it, and the rows that point at those.
+
+    Found through the models' foreign keys, so that tables added later are included.
+    """
+    from psycopg import sql
+
+    from claimsdb.models import Case
+
+    def select(model, condition, params) -> tuple[list[str], list[tuple]]:
+        columns = _columns(cursor, model._meta.db_table)
+        cursor.execute(
+            sql.SQL("SELECT {} FROM {} WHERE {}").format(
+                _ident(*columns), sql.Identifier(model._meta.db_table), condition
+            ),
+            params,
+        )
+        return columns, cursor.fetchall()
+
+    pk_is = sql.SQL("{} = %s").format(sql.Identifier(Case._meta.pk.column))
+    rows = {Case._meta.db_table: select(Case, pk_is, [case_pk])}
+    seen: dict[Any, set] = {Case: {case_pk}}
+    frontier = {Case: rows[Case._meta.db_table]}
+    for _ in range(2):
+        following = {}
+        for model in _app_models():
+            links = [
+                f
+                for f in model._meta.concrete_fields
+                if f.many_to_one and f.related_model in frontier
+            ]
+            if not links:
+                continue
+            params = []
+            for f in links:
+                columns, found = frontier[f.related_model]
+                at = columns.index(f.target_field.column)  # a to_field, or the key
+                params.append(sorted({row[at] for row in found}))
+            condition = sql.SQL(" OR ").join(
+                sql.SQL("{} = ANY(%s)").format(sql.Identifier(f.column)) for f in links
+            )
+            columns, found = select(model, condition, params)
+            at = columns.index(model._meta.pk.column)
+            known = seen.setdefault(model, set())
+            new = [row for row in found if row[at] not in known]
+            if not new:
+                continue
+            known.update(row[at] for row in new)
+            following[model] = (columns, new)
+            table = model._meta.db_table
+            rows[table] = (columns, rows.get(table, (columns, []))[1] + new)
+        frontier = following
+    return rows
+
+
+def _case_pk(key: str) -> int:
+    from claimsdb.models import Case
+
+    return Case.objects.values_list("pk", flat=True).get(key=key)
+
+
+def _edited(document: dict, n: int) -> dict:
+    """The case with an edited summary and claim note: a small editorial update."""
+    import copy
+
+    document = copy.deepcopy(document)
+    document["summary"] = document["summary"].split(" [edit")[0] + f" [edit {n}]"
+    document["claims"][0]["status_note"] = f"Re-read for edit {n}."
+    return document
+
+
+@child
+def child_update(key: str, repeats: int, profile: str = "") -> dict:
+    """``repeats`` updates of one case through ``case_update``; seconds of each."""
+    setup_django()
+    from django.contrib.auth.models import User
+
+    from claimsdb.records import record_document
+    from claimsdb.services import case_update
+
+    user = User.objects.get(username=USER)
+    times = []
+    for n in range(repeats + 1):
+        document = _edited(record_document("case", key), n)
+        start = time.perf_counter()
+        case_update(user=user, key=key, document=document, summary=f"Benchmark edit {n}")
+        if n:  # the first one warms the caches up
+            times.append(time.perf_counter() - start)
+    if profile:
+        document = _edited(record_document("case", key), repeats + 1)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        case_update(user=user, key=key, document=document, summary="Benchmark edit (profiled)")
+        profiler.disable()
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
+        Path(profile).write_text(text.getvalue(), encoding="utf-8")
+    return {"times": times}
+
+
+@child
+def child_update_floor(key: str, repeats: int) -> dict:
+    """The raw floor of one case update: its rows deleted and re-inserted, one revision."""
+    setup_django()
+    from django.db import connection, transaction
+    from django.utils import timezone
+    from psycopg import sql
+
+    from claimsdb.models import LedgerHead, Revision
+    from claimsdb.services.ledger import chain_hash
+
+    case_pk = _case_pk(key)
+    rev_table, rev_pk = Revision._meta.db_table, Revision._meta.pk.column
+    field = {f.name: f.column for f in Revision._meta.concrete_fields}
+    head_table = LedgerHead._meta.db_table
+    with connection.cursor() as cursor:
+        rows = _case_rows(cursor, case_pk)
+        rev_columns = [c for c in _columns(cursor, rev_table) if c != rev_pk]
+        cursor.execute(
+            sql.SQL(
+                "SELECT {} FROM {} WHERE {} = 'case' AND {} = %s ORDER BY {} DESC LIMIT 1"
+            ).format(
+                _ident(*rev_columns),
+                sql.Identifier(rev_table),
+                sql.Identifier(field["record_kind"]),
+                sql.Identifier(field["record_key"]),
+                sql.Identifier(field["number"]),
+            ),
+            [key],
+        )
+        template = dict(zip(rev_columns, cursor.fetchone(), strict=True))
+    statements = []
+    for table, (columns, table_rows) in rows.items():
+        pk = next(m._meta.pk.column for m in _app_models() if m._meta.db_table == table)
+        at = columns.index(pk)
+        statements.append(
+            (
+                sql.SQL("DELETE FROM {} WHERE {} = ANY(%s)").format(
+                    sql.Identifier(table), sql.Identifier(pk)
+                ),
+                [row[at] for row in table_rows],
+                sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+                    sql.Identifier(table),
+                    _ident(*columns),
+                    sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+                ),
+                table_rows,
+            )
+        )
+    insert_revision = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+        sql.Identifier(rev_table),
+        _ident(*rev_columns),
+        sql.SQL(", ").join(sql.Placeholder() * len(rev_columns)),
+    )
+    times = []
+    for n in range(repeats + 1):
+        start = time.perf_counter()
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                sql.SQL("SELECT number, chain_hash FROM {} WHERE id = 1 FOR UPDATE").format(
+                    sql.Identifier(head_table)
+                )
+            )
+            number, previous = cursor.fetchone()
+            for delete, pks, insert, table_rows in statements:
+                cursor.execute(delete, [pks])
+                cursor.executemany(insert, table_rows)
+            created_at = timezone.now()
+            row = dict(template)
+            row.update(
+                {
+                    field["number"]: number + 1,
+                    field["summary"]: "Raw floor update",
+                    field["created_at"]: created_at,
+                    field["previous_hash"]: previous,
+                }
+            )
+            row[field["chain_hash"]] = chain_hash(
+                previous_hash=previous,
+                number=number + 1,
+                record_kind="case",
+                record_key=key,
+                action=row[field["action"]],
+                material=row[field["material"]],
+                summary="Raw floor update",
+                author_id=row[field["author"]],
+                created_at=created_at,
+                snapshot_sha256=row[field["snapshot_sha256"]],
+            )
+            cursor.execute(insert_revision, [row[c] for c in rev_columns])
+            cursor.execute(
+                sql.SQL("UPDATE {} SET number = %s, chain_hash = %s WHERE id = 1").format(
+                    sql.Identifier(head_table)
+                ),
+                [number + 1, row[field["chain_hash"]]],
+            )
+        if n:
+            times.append(time.perf_counter() - start)
+    return {"times": times, "rows": sum(len(r) for _, r in rows.values())}
+
+
+def _timed(function: Callable[[], Any], repeats: int) -> list[float]:
+    function()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+@child
+def child_reads(key: str, word: str, repeats: int) -> dict:
+    """The case API, the case list page and a search, each against its raw floor."""
+    setup_django()
+    from django.contrib.auth.models import User
+    from django.db import connection
+    from django.test import Client
+    from psycopg import sql
+
+    from claimsdb.models import Case, Claim, Revision, Source
+
+    client = Client()
+    client.force_login(User.objects.get(username=USER))
+
+    def get(url: str, **params: str) -> Callable[[], None]:
+        def fetch() -> None:
+            response = client.get(
+                url, params, secure=True, HTTP_ACCEPT="application/json, text/html"
+            )
+            if response.status_code != 200:
+                raise SystemExit(f"GET {url} {params}: HTTP {response.status_code}")
+            bytes(response.content)
+
+        return fetch
+
+    result: dict[str, list[float]] = {}
+    result["api"] = _timed(get(f"/api/v1/cases/{key}/"), repeats)
+    result["list"] = _timed(get("/cases/"), repeats)
+    result["search"] = _timed(get("/", q=word), repeats)
+
+    case_table = Case._meta.db_table
+    case_key = Case._meta.get_field("key").column
+    rev = {f.name: f.column for f in Revision._meta.concrete_fields}
+
+    def api_floor() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql.SQL("SELECT id FROM {} WHERE {} = %s").format(
+                    sql.Identifier(case_table), sql.Identifier(case_key)
+                ),
+                [key],
+            )
+            rows = _case_rows(cursor, cursor.fetchone()[0])
+            cursor.execute(
+                sql.SQL(
+                    "SELECT {} FROM {} WHERE {} = 'case' AND {} = %s ORDER BY {} DESC LIMIT 1"
+                ).format(
+                    sql.Identifier(rev["number"]),
+                    sql.Identifier(Revision._meta.db_table),
+                    sql.Identifier(rev["record_kind"]),
+                    sql.Identifier(rev["record_key"]),
+                    sql.Identifier(rev["number"]),
+                ),
+                [key],
+            )
+            etag = cursor.fetchone()[0]
+            # the keys of the sources and methods the rows name
+            source_ids = [
+                row[columns.index("source_id")]
+                for columns, table_rows in rows.values()
+                if "source_id" in columns
+                for row in table_rows
+            ]
+            cursor.execute(
+                sql.SQL("SELECT id, key FROM {} WHERE id = ANY(%s)").format(
+                    sql.Identifier(Source._meta.db_table)
+                ),
+                [source_ids],
+            )
+            sources = dict(cursor.fetchall())
+            json.dumps(
+                {"etag": etag, "rows": rows, "sources": sources}, default=str, sort_keys=True
+            )
+
+    result["api_floor"] = _timed(api_floor, repeats)
+
+    def list_floor() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql.SQL("SELECT key, title, status, summary FROM {} ORDER BY key LIMIT %s").format(
+                    sql.Identifier(case_table)
+                ),
+                [PAGE_SIZE],
+            )
+            cursor.fetchall()
+            cursor.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(case_table)))
+            cursor.fetchone()
+
+    result["list_floor"] = _timed(list_floor, repeats)
+
+    with connection.cursor() as cursor:
+        # the floor's own index: what a stored, GIN-indexed tsvector gives
+        for name, select in (
+            (
+                "bench_case_text",
+                sql.SQL(
+                    "SELECT key, title, summary, to_tsvector('english', title || ' ' || "
+                    "summary) AS tsv FROM {}"
+                ).format(sql.Identifier(case_table)),
+            ),
+            (
+                "bench_claim_text",
+                sql.SQL(
+                    "SELECT claim_id AS key, statement AS title, to_tsvector('english', "
+                    "statement) AS tsv FROM {}"
+                ).format(sql.Identifier(Claim._meta.db_table)),
+            ),
+            (
+                "bench_source_text",
+                sql.SQL("SELECT key, title, to_tsvector('english', title) AS tsv FROM {}").format(
+                    sql.Identifier(Source._meta.db_table)
+                ),
+            ),
+        ):
+            cursor.execute(
+                sql.SQL("CREATE TEMP TABLE {} AS ").format(sql.Identifier(name)) + select
+            )
+            cursor.execute(
+                sql.SQL("CREATE INDEX ON {} USING gin (tsv)").format(sql.Identifier(name))
+            )
+            cursor.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
+
+    def search_floor() -> None:
+        with connection.cursor() as cursor:
+            for name in ("bench_case_text", "bench_claim_text", "bench_source_text"):
+                cursor.execute(
+                    sql.SQL(
+                        "SELECT key, title, ts_rank(tsv, q) AS rank FROM {}, "
+                        "websearch_to_tsquery('english', %s) q WHERE tsv @@ q "
+                        "ORDER BY rank DESC, key LIMIT %s"
+                    ).format(sql.Identifier(name)),
+                    [word, SEARCH_LIMIT],
+                )
+                cursor.fetchall()
+
+    result["search_floor"] = _timed(search_floor, repeats)
+    return result
+
+
+@child
+def child_verify_floor() -> dict:
+    """Stream every revision row and hash the same bytes with hashlib.sha256."""
+    setup_django()
+    from django.db import connection, transaction
+    from psycopg import sql
+
+    from claimsdb.models import Revision
+
+    names = [
+        "number", "record_kind", "record_key", "action", "material", "summary", "author",
+        "created_at", "snapshot", "snapshot_sha256", "previous_hash", "chain_hash",
+    ]  # fmt: skip
+    columns = [Revision._meta.get_field(n).column for n in names]
+    count = size = 0
+    start = time.perf_counter()
+    with transaction.atomic():
+        connection.ensure_connection()
+        with connection.connection.cursor(name="bench_verify_floor") as cursor:
+            cursor.itersize = 2000
+            cursor.execute(
+                sql.SQL("SELECT {} FROM {} ORDER BY {}").format(
+                    _ident(*columns),
+                    sql.Identifier(Revision._meta.db_table),
+                    sql.Identifier(columns[0]),
+                )
+            )
+            for row in cursor:
+                snapshot = row[8].encode("utf-8")
+                digest = hashlib.sha256(snapshot).hexdigest()
+                chained = "\x1f".join(
+                    [row[10], str(row[0]), row[1], row[2], row[3], str(row[4]), row[5],
+                     str(row[6]), row[7].isoformat(), digest]
+                ).encode("utf-8")  # fmt: skip
+                hashlib.sha256(chained).hexdigest()
+                count += 1
+                size += len(snapshot) + len(chained)
+    return {"seconds": time.perf_counter() - start, "revisions": count, "bytes": size}
+
+
+# --- the orchestrating process ------------------------------------------------------------
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def run_child(url: str, kind: str, *args: Any) -> dict:
+    env = {**os.environ, "DATABASE_URL": url}
+    result = subprocess.run(
+        [sys.executable, __file__, "--child", kind, json.dumps(list(args))],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"measurement {kind} {args} failed:\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+class Databases:
+    """Throwaway databases: one migrated template, and copies of it (or of one another)."""
+
+    def __init__(self, url: str, prefix: str):
+        import psycopg
+
+        self.url = url
+        self.prefix = prefix
+        parts = urlsplit(url)
+        self.admin = psycopg.connect(
+            urlunsplit(parts._replace(scheme="postgresql", path="/postgres")), autocommit=True
+        )
+        self.made: list[str] = []
+
+    def url_of(self, name: str) -> str:
+        return urlunsplit(urlsplit(self.url)._replace(path="/" + name))
+
+    def copy(self, name: str, template: str) -> str:
+        from psycopg import sql
+
+        full = f"{self.prefix}_{name}"
+        self.admin.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(full), sql.Identifier(template)
+            )
+        )
+        self.made.append(full)
+        return self.url_of(full)
+
+    def drop(self, name: str) -> None:
+        from psycopg import sql
+
+        full = name if name.startswith(self.prefix) else f"{self.prefix}_{name}"
+        self.admin.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(full))
+        )
+        if full in self.made:
+            self.made.remove(full)
+
+    def drop_all(self) -> None:
+        for name in reversed(list(self.made)):
+            self.drop(name)
+        self.admin.close()
+
+
+def make_template(url: str, name: str) -> None:
+    """A migrated database with the benchmark's reviewer (in the orchestrating process)."""
+    setup_django()
+    from django.contrib.auth.models import Group, User
+    from django.db import connection
+
+    connection.settings_dict["TEST"]["NAME"] = name
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    user = User.objects.create_user(USER)
+    user.groups.add(Group.objects.get(name="reviewer"))
+    connection.close()
+
+
+@dataclass
+class Row:
+    measure: str
+    value: str
+    baseline: str
+    ratio: float | None
+    target: str  # "≤ 1.5", "≥ 0.33" or "" (reported only)
+
+    @property
+    def met(self) -> str:
+        if not self.target or self.ratio is None:
+            return "–"
+        bound = float(self.target.split()[1])
+        ok = self.ratio <= bound if self.target.startswith("≤") else self.ratio >= bound
+        return "met" if ok else "NOT MET"
+
+
+def p95(times: list[float]) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.1f} ms"
+
+
+def rate(count: float, unit: str) -> str:
+    return f"{count:,.{0 if count >= 100 else 1}f} {unit}/s"
+
+
+def mib(size: float) -> str:
+    return f"{size / (1024 * 1024):,.1f} MiB"
+
+
+LEGEND = """\
+ratio: value / baseline; for a rate at two sizes, baseline / value (how much slower the
+larger knowledge base is). Rates count records (methods, sources, cases, rules) or
+revisions. Rows without a target are reported only."""
+
+
+def format_table(rows: list[Row]) -> str:
+    head = ("measure", "value", "baseline", "ratio", "target", "")
+    cells = [
+        (r.measure, r.value, r.baseline, "–" if r.ratio is None else f"{r.ratio:.2f}",
+         r.target or "–", r.met)
+        for r in rows
+    ]  # fmt: skip
+    widths = [max(len(c[i]) for c in [head, *cells]) for i in range(len(head))]
+
+    def line(c: tuple[str, ...]) -> str:
+        return "  ".join(
+            c[i].rjust(widths[i]) if i in (1, 2, 3) else c[i].ljust(widths[i])
+            for i in range(len(c))
+        ).rstrip()
+
+    return "\n".join([line(head), "  ".join("-" * w for w in widths), *map(line, cells)])
+
+
+def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) -> list[Row]:
+    from claimsdb import synthetic_kb
+
+    big_n, small_n, upd_n = o.cases, o.small_cases, o.update_cases
+    sizes = {"big": big_n, "small": small_n, "upd": upd_n}
+    bundles, counts = {}, {}
+    for name, n in sizes.items():
+        bundles[name] = folder / f"kb-{name}.json"
+        log(f"writing a synthetic knowledge base of {n:,} cases …")
+        counts[name] = synthetic_kb.write_bundle(bundles[name], cases=n, seed=o.seed)
+    urls = {name: dbs.copy(name, template) for name in sizes}
+
+    def command(url: str, name: str, *args: str, runs: str = "timed", **options: Any) -> dict:
+        return run_child(url, "command", name, list(args), options, runs)
+
+    def load(url: str, name: str, runs: str) -> dict:
+        return command(
+            url, "load_records", str(bundles[name]), user=USER, summary="Benchmark load", runs=runs
+        )
+
+    timed: dict[tuple[str, str], dict] = {}
+    traced: dict[tuple[str, str], dict] = {}
+    for name in ("small", "big", "upd"):
+        log(f"load_records: {sizes[name]:,} cases ({counts[name]['records']:,} records) …")
+        timed[("load", name)] = load(urls[name], name, "timed")
+    for name in ("small", "big"):
+        log(f"load_records, traced: {sizes[name]:,} cases …")
+        scratch = dbs.copy(f"{name}_traced", template)
+        traced[("load", name)] = load(scratch, name, "traced")
+        dbs.drop(f"{name}_traced")
+    log("raw floor of the load: COPY of the same rows …")
+    load_floor = run_child(urls["big"], "load_floor")
+
+    for name in ("small", "big", "upd"):
+        target = max(1, o.revisions * sizes[name] // big_n)
+        log(f"padding the ledger of the {sizes[name]:,}-case knowledge base to {target:,} …")
+        run_child(urls[name], "pad", target)
+    pub_copies = {name: dbs.copy(f"{name}_publish", f"{dbs.prefix}_{name}") for name in sizes
+                  if name != "upd"}  # fmt: skip
+
+    key = synthetic_kb.case_key(min(upd_n, big_n) // 2)
+    log(f"case updates of {key} …")
+    profile = str(folder / "update.prof.txt") if o.profile else ""
+    update_small = run_child(urls["upd"], "update", key, o.repeats)
+    update_big = run_child(urls["big"], "update", key, o.repeats, profile)
+    update_floor = run_child(urls["big"], "update_floor", key, o.repeats)
+
+    word = synthetic_kb.TOPIC_WORDS[7]
+    log("reads: the case API, the case list page and a search …")
+    reads = run_child(urls["big"], "reads", key, word, o.repeats)
+
+    for name in ("small", "big"):
+        url = urls[name]
+        for label, args, options in (
+            ("check_rules", (), {}),
+            ("export_records", (), {"out": str(folder / f"export-{name}.json")}),
+            ("verify_history", (), {}),
+        ):
+            log(f"{label}: {sizes[name]:,} cases (timed, traced) …")
+            timed[(label, name)] = traced[(label, name)] = command(
+                url, label, *args, runs="both", **options
+            )
+        log(f"publish_release: {sizes[name]:,} cases (timed, traced) …")
+        notes = {"user": USER, "notes": "Benchmark release"}
+        timed[("publish_release", name)] = command(url, "publish_release", **notes)
+        traced[("publish_release", name)] = command(
+            pub_copies[name], "publish_release", runs="traced", **notes
+        )
+        dbs.drop(f"{name}_publish")
+    log("raw floor of verify_history: stream the revisions, hash the same bytes …")
+    verify_floor = run_child(urls["big"], "verify_floor")
+    export_size = (folder / "export-big.json").stat().st_size
+
+    rows: list[Row] = []
+    med = statistics.median
+    u_small, u_big = med(update_small["times"]), med(update_big["times"])
+    rows.append(Row(f"case update at {big_n:,} vs {upd_n:,} cases (median)", ms(u_big),
+                    ms(u_small), u_big / u_small, "≤ 1.5"))  # fmt: skip
+    records_big, records_small = counts["big"]["records"], counts["small"]["records"]
+    r_big = records_big / timed[("load", "big")]["seconds"]
+    r_small = records_small / timed[("load", "small")]["seconds"]
+    rows.append(Row(f"load_records rate at {big_n:,} vs {small_n:,} cases", rate(r_big, "rec"),
+                    rate(r_small, "rec"), r_small / r_big, "≤ 1.5"))  # fmt: skip
+    r_floor = records_big / load_floor["seconds"]
+    rows.append(Row(f"load_records rate vs raw COPY of its rows ({big_n:,} cases)",
+                    rate(r_big, "rec"), rate(r_floor, "rec"), r_big / r_floor,
+                    "≥ 0.33"))  # fmt: skip
+    u_floor = med(update_floor["times"])
+    rows.append(Row(f"case update vs raw rows + revision ({big_n:,} cases, median)", ms(u_big),
+                    ms(u_floor), u_big / u_floor, "≤ 5"))  # fmt: skip
+    api, api_floor = med(reads["api"]), med(reads["api_floor"])
+    rows.append(Row("GET /api/v1/cases/<key>/ vs psycopg + json.dumps (median)", ms(api),
+                    ms(api_floor), api / api_floor, "≤ 2"))  # fmt: skip
+    page, page_floor = p95(reads["list"]), p95(reads["list_floor"])
+    rows.append(Row(f"GET /cases/ vs bare SQL page ({big_n:,} cases, p95)", ms(page),
+                    ms(page_floor), page / page_floor, "≤ 3"))  # fmt: skip
+    found, found_floor = p95(reads["search"]), p95(reads["search_floor"])
+    rows.append(Row(f"search ?q={word} vs GIN tsvector SQL ({big_n:,} cases, p95)", ms(found),
+                    ms(found_floor), found / found_floor, "≤ 3"))  # fmt: skip
+    revisions = verify_floor["revisions"]
+    v_rate = revisions / timed[("verify_history", "big")]["seconds"]
+    v_floor = revisions / verify_floor["seconds"]
+    rows.append(Row(f"verify_history vs stream + sha256 ({revisions:,} revisions)",
+                    rate(v_rate, "rev"), rate(v_floor, "rev"), v_rate / v_floor,
+                    "≥ 0.5"))  # fmt: skip
+    for label, unit in (("publish_release", "rec"), ("export_records", "rec"),
+                        ("check_rules", "rec")):  # fmt: skip
+        big_rate = records_big / timed[(label, "big")]["seconds"]
+        small_rate = records_small / timed[(label, "small")]["seconds"]
+        extra = f", {mib(export_size)}" if label == "export_records" else ""
+        rows.append(Row(f"{label} rate at {big_n:,} vs {small_n:,} cases{extra}",
+                        rate(big_rate, unit), rate(small_rate, unit), small_rate / big_rate,
+                        ""))  # fmt: skip
+    for label in ("load_records", "publish_release", "export_records", "verify_history",
+                  "check_rules"):  # fmt: skip
+        name = "load" if label == "load_records" else label
+        big_t, small_t = traced[(name, "big")], traced[(name, "small")]
+        rows.append(Row(f"{label} peak memory (tracemalloc), {big_n:,} vs {small_n:,}",
+                        mib(big_t["tracemalloc_peak"]), mib(small_t["tracemalloc_peak"]),
+                        big_t["tracemalloc_peak"] / small_t["tracemalloc_peak"],
+                        "≤ 1.5"))  # fmt: skip
+        big_r, small_r = timed[(name, "big")], timed[(name, "small")]
+        rows.append(Row(f"{label} peak memory (ru_maxrss), {big_n:,} vs {small_n:,}",
+                        mib(big_r["maxrss"]), mib(small_r["maxrss"]),
+                        big_r["maxrss"] / small_r["maxrss"], "≤ 1.5"))  # fmt: skip
+    if o.profile:
+        o.profile_text = Path(profile).read_text(encoding="utf-8")
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=100_000, help="the large knowledge base")
+    parser.add_argument("--small-cases", type=int, default=10_000, help="the load's other size")
+    parser.add_argument("--update-cases", type=int, default=1_000, help="the update's other size")
+    parser.add_argument("--revisions", type=int, default=1_000_000, help="ledger of the large KB")
+    parser.add_argument("--repeats", type=int, default=20, help="timed repetitions of each read")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="a small run (about a minute)")
+    parser.add_argument("--profile", action="store_true", help="cProfile one case update")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.child:
+        kind, args = options.child
+        print(json.dumps(CHILDREN[kind](*json.loads(args))))
+        return 0
+    if options.quick:
+        for name, value in QUICK.items():
+            setattr(options, name, value)
+    if not options.small_cases < options.cases or not options.update_cases <= options.cases:
+        parser.error("--small-cases and --update-cases must be below --cases")
+
+    url = os.environ.get("DATABASE_URL") or DEFAULT_URL
+    if urlsplit(url).scheme not in {"postgres", "postgresql", "pgsql"}:
+        print("bench/scale.py needs DATABASE_URL=postgres://… (it measures PostgreSQL)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    os.environ["DATABASE_URL"] = url
+    base = urlsplit(url).path.lstrip("/") or "claimsdb"
+    prefix = f"{base}_scale_{os.getpid()}"
+    dbs = Databases(url, prefix)
+    template = f"{prefix}_template"
+    started = time.monotonic()
+    try:
+        log(f"migrating the template database {template} …")
+        dbs.made.append(template)
+        make_template(url, template)
+        with tempfile.TemporaryDirectory(prefix="claimsdb-scale-") as folder:
+            rows = measure(dbs, template, Path(folder), options)
+    finally:
+        dbs.drop_all()
+    print(
+        f"claimsdb scale benchmark: {options.cases:,} cases (and {options.small_cases:,}; "
+        f"updates at {options.update_cases:,}), {options.revisions:,} revisions, "
+        f"PostgreSQL, {os.cpu_count()} cores, {time.monotonic() - started:,.0f} s"
+    )
+    print(format_table(rows))
+    print(LEGEND)
+    missed = [r for r in rows if r.met == "NOT MET"]
+    judged = [r for r in rows if r.met != "–"]
+    if options.profile:
+        print(f"\ncProfile of one case update at {options.cases:,} cases:")
+        print(options.profile_text.rstrip())
+    print(f"{len(judged) - len(missed)} of {len(judged)} targets met")
+    return 1 if missed and options.strict else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The scale benchmark (bench/scale.py): its verdicts, and a tiny run end to end."""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "bench" / "scale.py"
+
+# Every row of the table, by the start of its measure.
+MEASURES = (
+    "case update at 24 vs 12 cases",
+    "load_records rate at 24 vs 12 cases",
+    "load_records rate vs raw COPY of its rows",
+    "case update vs raw rows + revision",
+    "GET /api/v1/cases/<key>/ vs psycopg + json.dumps",
+    "GET /cases/ vs bare SQL page",
+    "search ?q=",
+    "verify_history vs stream + sha256",
+    "publish_release rate at 24 vs 12 cases",
+    "export_records rate at 24 vs 12 cases",
+    "check_rules rate at 24 vs 12 cases",
+    *(
+        f"{command} peak memory ({kind}), 24 vs 12"
+        for command in (
+            "load_records",
+            "publish_release",
+            "export_records",
+            "verify_history",
+            "check_rules",
+        )
+        for kind in ("tracemalloc", "ru_maxrss")
+    ),
+)
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("bench_scale", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_verdicts_and_percentiles():
+    scale = load_script()
+    assert scale.Row("m", "", "", 1.5, "≤ 1.5").met == "met"
+    assert scale.Row("m", "", "", 1.51, "≤ 1.5").met == "NOT MET"
+    assert scale.Row("m", "", "", 0.34, "≥ 0.33").met == "met"
+    assert scale.Row("m", "", "", 0.2, "≥ 0.33").met == "NOT MET"
+    assert scale.Row("m", "", "", 9.0, "").met == "–"
+    assert scale.p95([float(n) for n in range(1, 101)]) == 95.0
+    assert scale.p95([3.0]) == 3.0
+    table = scale.format_table([scale.Row("a measure", "1 ms", "2 ms", 0.5, "≤ 2")])
+    assert table.splitlines()[2].split() == [
+        "a",
+        "measure",
+        "1",
+        "ms",
+        "2",
+        "ms",
+        "0.50",
+        "≤",
+        "2",
+        "met",
+    ]
+
+
+def test_refuses_sqlite():
+    env = {**os.environ, "DATABASE_URL": "sqlite:///unused.sqlite3"}
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick"], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert "needs DATABASE_URL=postgres://" in result.stderr
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="the benchmark measures PostgreSQL (COPY, GIN indexes, template databases)",
+)
+def test_quick_run_prints_every_row_and_drops_its_databases():
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "claimsdb.settings"}
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    lines = result.stdout.splitlines()
+    for measure in MEASURES:
+        (row,) = [line for line in lines if line.startswith(measure)]
+        # value, baseline, a ratio and a verdict, all measured
+        assert re.search(r"\s\d+\.\d\d\s+(≤ [\d.]+|≥ [\d.]+|–)\s+(met|NOT MET|–)$", row), row
+    assert re.fullmatch(r"\d+ of 18 targets met", lines[-1])
+    (prefix,) = re.findall(r"migrating the template database (\S+)_template", result.stderr)
+    url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(url.replace("postgres://", "postgresql://", 1)) as admin:
+        names = [row[0] for row in admin.execute("SELECT datname FROM pg_database")]
+    assert not [name for name in names if name.startswith(prefix)]
