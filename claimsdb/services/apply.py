@@ -26,6 +26,8 @@ from claimsdb.models import (
     Unknown,
 )
 
+from . import search_index
+
 
 def parse_date(value: str | None) -> dt.date | None:
     return dt.date.fromisoformat(value) if value else None
@@ -59,6 +61,7 @@ def apply_source(document: dict[str, Any]) -> Source:
             "status": document["status"],
         },
     )
+    search_index.index_source(document)
     return source
 
 
@@ -156,6 +159,7 @@ def apply_case_content(document: dict[str, Any], *, restore_runs: bool) -> Case:
     _apply_figures(case, document["figures"])
     if restore_runs:
         _restore_runs(case, document["reproduction_runs"])
+    search_index.index_case(document)
     return case
 
 

@@ -44,6 +44,7 @@ from claimsdb.models import (
 )
 from claimsdb.records import RuleViolation, RuleViolations
 
+from . import search_index
 from .ledger import lock_head
 from .permissions import require_role
 
@@ -157,19 +158,18 @@ def release_publish(*, user: AbstractBaseUser, notes: str) -> Release:
             notes=notes,
             last_revision=head.number,
         )
-        ReleaseEntry.objects.bulk_create(
-            [
-                ReleaseEntry(
-                    release=release,
-                    record_kind=entry.kind,
-                    record_key=entry.key,
-                    revision_id=entry.revision_id,
-                    change=entry.change,
-                )
-                for entry in plan.entries
-            ],
-            batch_size=_CHUNK,
-        )
+        entries = [
+            ReleaseEntry(
+                release=release,
+                record_kind=entry.kind,
+                record_key=entry.key,
+                revision_id=entry.revision_id,
+                change=entry.change,
+            )
+            for entry in plan.entries
+        ]
+        ReleaseEntry.objects.bulk_create(entries, batch_size=_CHUNK)
+        search_index.index_release_entries(release, entries)
         return release
 
 
