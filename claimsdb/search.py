@@ -23,7 +23,7 @@ from typing import Any
 
 from django.core.paginator import Page, Paginator
 from django.db import connection
-from django.db.models import Case, Count, IntegerField, Q, QuerySet, Value, When
+from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Value, When
 from django.db.models.functions import Replace
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -165,7 +165,8 @@ def _ordered(found: QuerySet, query: str) -> QuerySet:
 
     return (
         found.annotate(
-            rank=SearchRank("vector", text_query),
+            # F(): a bare name would be wrapped in to_tsvector() and recomputed from text
+            rank=SearchRank(F("vector"), text_query),
             title_marked=headline("title", highlight_all=True),
             text_marked=headline(
                 "text", max_words=EXCERPT_WORDS, min_words=15, max_fragments=2,

@@ -8,6 +8,7 @@ import pytest
 from django.apps import apps as django_apps
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
 from claimsdb import search
@@ -303,7 +304,7 @@ def test_postgresql_ranks_titles_above_texts_and_stems_words(seeded, analyst):
     assert title == "<mark>Wombat</mark> <mark>wombat</mark> burrow"
     ranks = list(
         SearchEntry.objects.filter(scope="working", kind="case", key__startswith="CP99")
-        .annotate(rank=SearchRank("vector", SearchQuery("wombat", config="english")))
+        .annotate(rank=SearchRank(F("vector"), SearchQuery("wombat", config="english")))
         .order_by("-rank", "kind", "key")
         .values_list("key", flat=True)
     )
