@@ -285,11 +285,13 @@ def test_postgresql_ranks_titles_above_texts_and_stems_words(seeded, analyst):
                 summary="wombat",
                 claims=[numbered_claim("CP99-002", 1, "The wombat was seen.")],
             ),
+            new_case("CP99-004", title="Wombat"),
         ],
     )
     found = hits("wombat")
-    assert found[0] == ("case", "CP99-001")  # in the title, twice
-    assert set(found[1:]) == {
+    # in the title twice, in the title once, then once in a summary or statement
+    assert found[:2] == [("case", "CP99-001"), ("case", "CP99-004")]
+    assert set(found[2:]) == {
         ("case", "CP99-002"),
         ("case", "CP99-003"),
         ("claim", "CLM-CP99-002-N1"),
@@ -297,6 +299,7 @@ def test_postgresql_ranks_titles_above_texts_and_stems_words(seeded, analyst):
     assert ("case", "CP99-001") in hits("wombats burrowing")  # stemmed
     assert set(hits("wombat -burrow")) == {  # websearch syntax
         ("case", "CP99-003"),
+        ("case", "CP99-004"),
         ("claim", "CLM-CP99-002-N1"),
     }
     results = search.search("wombat", released=False)
