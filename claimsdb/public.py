@@ -275,68 +275,6 @@ def released_records(kind: str, *, include_withdrawn: bool = False) -> ReleasedR
     return ReleasedRecords(entries)
 
 
-def released_search(query: str, limit: int = 50) -> dict[str, list[Any]]:
-    """Released cases (title, summary), their claims (statement) and released sources
-    (title) matching ``query``: every word appears, case-insensitively, in one of the
-    searched fields, or the query is the key (or claim ID). Withdrawn records are left out.
-
-    Returns ``{"cases": [ReleasedRecord], "claims": [{"case", "case_title", "id",
-    "statement", "status", "revision"}], "sources": [ReleasedRecord]}``, each by key.
-    """
-    query = query.strip()
-    results: dict[str, list[Any]] = {"cases": [], "claims": [], "sources": []}
-    if not query:
-        return results
-    words = [w.casefold() for w in query.split()]
-
-    def matches(*texts: str) -> bool:
-        folded = [t.casefold() for t in texts]
-        return all(any(word in text for text in folded) for word in words)
-
-    exact = query.casefold()
-    for key, document, revision in _released_matching("case", words):
-        if matches(document["title"], document["summary"]) or key.casefold() == exact:
-            results["cases"].append(ReleasedRecord(key, document, revision))
-        for claim in document["claims"]:
-            if matches(claim["statement"]) or claim["id"].casefold() == exact:
-                results["claims"].append(
-                    {
-                        "case": key,
-                        "case_title": document["title"],
-                        "id": claim["id"],
-                        "statement": claim["statement"],
-                        "status": claim["status"],
-                        "revision": revision.number,
-                    }
-                )
-    for key, document, revision in _released_matching("source", words):
-        if matches(document["title"]) or key.casefold() == exact:
-            results["sources"].append(ReleasedRecord(key, document, revision))
-    results["claims"].sort(key=lambda claim: (claim["case"], claim["id"]))
-    return {name: found[:limit] for name, found in results.items()}
-
-
-def _released_matching(kind: str, words: list[str]) -> list[ReleasedRecord]:
-    """Released records whose snapshot contains every word: a database-side pre-filter
-    (a superset of the matches), checked field by field by the caller.
-
-    Words JSON would escape, or whose case folding the database may not share, are left to
-    the caller: a key or claim ID query matches the snapshot text as it stands.
-    """
-    entries = _released_entries(kind).select_related("revision")
-    for word in words:
-        if word.isascii() and word.isprintable() and not set(word) & {'"', "\\"}:
-            entries = entries.filter(revision__snapshot__icontains=word)
-    return [
-        record
-        for record in (
-            ReleasedRecord(e.record_key, json.loads(e.revision.snapshot), e.revision)
-            for e in entries.order_by("record_key")
-        )
-        if record.document.get("status") != "withdrawn"
-    ]
-
-
 # --- what a released page shows around its record ----------------------------------------
 # A released record page shows the records it names (sources, methods, scope rules, other
 # cases' figures and relations) as a release published them, never as they are being edited.

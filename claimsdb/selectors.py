@@ -308,62 +308,6 @@ def case_tags() -> list[str]:
     return list(CaseTag.objects.order_by("name").values_list("name", flat=True).distinct())
 
 
-def search_knowledge_base(query: str, limit: int = 50) -> dict[str, list[Any]]:
-    """Cases (title, summary), claims (statement) and sources (title) matching ``query``.
-
-    PostgreSQL: full-text search, best match first. Elsewhere: every word of the query
-    appears (case-insensitively) in one of the searched fields.
-    """
-    from django.db import connection
-    from django.db.models import Q
-
-    from claimsdb.models import Claim, Source
-
-    query = query.strip()
-    if not query:
-        return {"cases": [], "claims": [], "sources": []}
-    cases = Case.objects.all()
-    claims = Claim.objects.select_related("case")
-    sources = Source.objects.all()
-    if connection.vendor == "postgresql":
-        from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
-
-        text_query = SearchQuery(query, search_type="websearch", config="english")
-
-        def ranked(queryset, *fields, key_field):
-            vector = SearchVector(*fields, config="english")
-            return (
-                queryset.annotate(search=vector, rank=SearchRank(vector, text_query))
-                .filter(Q(search=text_query) | Q(**{f"{key_field}__iexact": query}))
-                .order_by("-rank", key_field)
-            )
-
-        cases = ranked(cases, "title", "summary", key_field="key")
-        claims = ranked(claims, "statement", key_field="claim_id")
-        sources = ranked(sources, "title", key_field="key")
-    else:
-        words = query.split()
-
-        def matching(queryset, *fields, key_field):
-            condition = Q(**{f"{key_field}__iexact": query})
-            every_word = Q()
-            for word in words:
-                any_field = Q()
-                for name in fields:
-                    any_field |= Q(**{f"{name}__icontains": word})
-                every_word &= any_field
-            return queryset.filter(condition | every_word).order_by(key_field)
-
-        cases = matching(cases, "title", "summary", key_field="key")
-        claims = matching(claims, "statement", key_field="claim_id")
-        sources = matching(sources, "title", key_field="key")
-    return {
-        "cases": list(cases[:limit]),
-        "claims": list(claims[:limit]),
-        "sources": list(sources[:limit]),
-    }
-
-
 def source_list() -> QuerySet[Any]:
     """Sources by key, each with how many evidence links cite it (``link_count``)."""
     from django.db.models import OuterRef

@@ -26,7 +26,7 @@ from claimsdb.services.releases import release_publish
 from .conftest import case_doc
 from .public_walk import Route, route_urls, walk_routes
 from .test_releases import new_source
-from .test_web_support import signed_in
+from .test_web_support import signed_in, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -290,7 +290,7 @@ def test_lists_and_search_show_released_records(drafted, client):
     assert METHOD in methods and DRAFT_METHOD not in methods
 
     html = client.get("/", {"q": "RDMA"}).content.decode()
-    assert f'href="/cases/{CASE}/"' in html and RELEASED_TITLE in html
+    assert f'href="/cases/{CASE}/"' in html and RELEASED_TITLE in text_of(html)
     assert f'href="/cases/{CASE}/#{RELEASED_CLAIM}"' in html
     assert "Nothing matches" in client.get("/", {"q": DRAFT_WORD}).content.decode()
     start = client.get("/").content.decode()

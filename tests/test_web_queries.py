@@ -91,7 +91,7 @@ def test_list_queries_do_not_grow_with_cases(seeded, reviewer, viewer):
         "/sources/",
         "/rules/",
         "/methods/",
-        "/?q=claim",
+        "/?q=cache",  # hits at both sizes: a search with none runs one query fewer
     ]
     few = {page: count(client, page) for page in pages}
     for n in range(6):
@@ -127,7 +127,7 @@ def test_public_list_queries_do_not_grow_with_cases(seeded, reviewer, client):
         "/sources/",
         "/rules/",
         "/methods/",
-        "/?q=claim",
+        "/?q=cache",  # hits at both sizes: a search with none runs one query fewer
         "/",
     ]
     few = {page: count(client, page) for page in pages}

@@ -7,6 +7,7 @@ from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialR
 from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
 from .revisions import LedgerHead, Revision
 from .scope import ScopeRule
+from .search import SearchEntry, SearchKind, SearchScope
 from .sources import Source
 
 __all__ = [
@@ -32,6 +33,9 @@ __all__ = [
     "ReproductionScenario",
     "Revision",
     "ScopeRule",
+    "SearchEntry",
+    "SearchKind",
+    "SearchScope",
     "Source",
     "TrialRow",
     "Unknown",

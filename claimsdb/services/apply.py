@@ -26,6 +26,7 @@ from claimsdb.models import (
     Unknown,
 )
 
+from . import search_index
 from .rows import insert_rows
 
 
@@ -69,6 +70,7 @@ def apply_sources(documents: list[dict[str, Any]]) -> None:
             for d in documents
         },
     )
+    search_index.index_sources(documents)
 
 
 def apply_rules(documents: list[dict[str, Any]]) -> None:
@@ -170,6 +172,14 @@ def apply_case_contents(
         )
     _apply_figures(cases, *changed("figures"))
     _restore_runs(cases, [d for d in documents if current[d["key"]] is None])
+    search_index.index_cases(
+        [
+            d
+            for d in documents
+            if current[d["key"]] is None
+            or any(current[d["key"]][name] != d[name] for name in search_index.CASE_FIELDS)
+        ]
+    )
     return cases
 
 

@@ -54,6 +54,7 @@ from claimsdb.models import (
 )
 from claimsdb.records import RuleViolation, RuleViolations
 
+from . import search_index
 from .ledger import lock_head
 from .permissions import require_role
 
@@ -194,20 +195,19 @@ def _publish_batch(release: Release, batch: list[PlannedEntry]) -> None:
     """Write one batch's entries, and what the public lists filter by for the revisions
     it publishes for the first time. Whatever else follows the published entries (an
     index of the public record) is kept current here, batch by batch."""
-    ReleaseEntry.objects.bulk_create(
-        [
-            ReleaseEntry(
-                release=release,
-                record_kind=entry.kind,
-                record_key=entry.key,
-                revision_id=entry.revision_id,
-                change=entry.change,
-                withdrawn=entry.withdrawn,
-            )
-            for entry in batch
-        ],
-        batch_size=BATCH_SIZE,
-    )
+    entries = [
+        ReleaseEntry(
+            release=release,
+            record_kind=entry.kind,
+            record_key=entry.key,
+            revision_id=entry.revision_id,
+            change=entry.change,
+            withdrawn=entry.withdrawn,
+        )
+        for entry in batch
+    ]
+    ReleaseEntry.objects.bulk_create(entries, batch_size=BATCH_SIZE)
+    search_index.index_release_entries(release, entries)
     index_released_revisions(
         [entry.revision_id for entry in batch if entry.change != ReleaseChange.UNCHANGED]
     )

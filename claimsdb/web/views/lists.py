@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from claimsdb import choices, public, selectors
+from claimsdb import choices, public, search, selectors
 from claimsdb.models import AssessmentMethod
 
 from ..access import reads_released, request_has_role
@@ -21,60 +21,42 @@ def index(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
     released = reads_released(request)
     context = {"query": query, "results": None, "released": released}
+    if query:
+        results = search.search(
+            query,
+            released=released,
+            kind=request.GET.get("kind", ""),
+            page=request.GET.get("page", 1),
+        )
+        context["results"] = results
+        context["hits"] = [search_row(hit) for hit in results.page]
+        context["kind_tabs"] = [
+            {"kind": "", "label": "everything", "count": results.total},
+            *(
+                {"kind": kind, "label": SEARCH_KIND_LABELS[kind], "count": count}
+                for kind, count in results.counts.items()
+            ),
+        ]
     if released:
-        if query:
-            context["results"] = released_results(public.released_search(query))
         context["releases"] = [
             {"release": release, "counts": public.release_counts(release)}
             for release in public.release_list()[:RECENT_RELEASES]
         ]
     else:
-        if query:
-            context["results"] = working_results(selectors.search_knowledge_base(query))
         context["recent"] = list(selectors.recent_revisions(20))
     return render(request, "index.html", context)
 
 
-def working_results(found: dict) -> dict[str, list[dict]]:
-    """``selectors.search_knowledge_base`` results as the start page lists them."""
-    return {
-        "cases": [{"key": c.key, "title": c.title, "summary": c.summary} for c in found["cases"]],
-        "claims": [
-            {
-                "case": c.case.key,
-                "id": c.claim_id,
-                "statement": c.statement,
-                "status": c.status,
-                "status_label": label("claim_status", c.status),
-            }
-            for c in found["claims"]
-        ],
-        "sources": [
-            {"key": s.key, "title": s.title, "kind_label": label("source_kind", s.kind)}
-            for s in found["sources"]
-        ],
-    }
+SEARCH_KIND_LABELS = {"case": "cases", "claim": "claims", "source": "sources"}
 
 
-def released_results(found: dict) -> dict[str, list[dict]]:
-    """``public.released_search`` results as the start page lists them."""
+def search_row(hit: search.SearchHit) -> dict:
+    """A search hit as the start page lists it: its labels in the vocabularies' words."""
+    vocabulary = {"case": "case_status", "claim": "claim_status"}.get(hit.kind)
     return {
-        "cases": [
-            {"key": key, "title": document["title"], "summary": document["summary"]}
-            for key, document, _ in found["cases"]
-        ],
-        "claims": [
-            {**claim, "status_label": label("claim_status", claim["status"])}
-            for claim in found["claims"]
-        ],
-        "sources": [
-            {
-                "key": key,
-                "title": document["title"],
-                "kind_label": label("source_kind", document["kind"]),
-            }
-            for key, document, _ in found["sources"]
-        ],
+        "hit": hit,
+        "status_label": label(vocabulary, hit.status) if vocabulary else hit.status,
+        "kind_label": label("source_kind", hit.source_kind) if hit.source_kind else "",
     }
 
 

@@ -1,0 +1,255 @@
+"""Searching cases, claims and sources through the search index (docs/search.md).
+
+One ranked list of hits of every kind, paged, with the number of hits of each kind. Signed-
+in users search the working state, the public the released revisions: the same query over
+the entries of one scope. Every page runs two queries (the counts, the page), whatever the
+size of the knowledge base or the number of hits.
+
+PostgreSQL: full-text search on the stored, GIN-indexed ``tsvector`` (``websearch`` query
+syntax: words, "quoted phrases", ``-excluded``, ``or``), ranked by ``ts_rank`` with titles
+weighing more than summaries and statements, matched words highlighted by ``ts_headline``.
+Elsewhere (SQLite): every word of the query appears, case-insensitively, in the title or
+the text; hits are listed by kind and key, and highlighted here.
+
+Either way, a query that is a key or a claim ID (any case) finds that record first.
+Highlighted text is escaped before any markup is added: see ``Highlighted``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db import connection
+from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Value, When
+from django.db.models.functions import Replace
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from claimsdb.models import SearchEntry, SearchKind, SearchScope
+from claimsdb.models.search import SEARCH_CONFIG
+
+PER_PAGE = 20
+KINDS = SearchKind.values  # the order of the counts
+EXCERPT_WORDS = 35  # words of a summary or statement around the first match
+# ts_headline brackets each match in these. They are private-use characters, removed from
+# the text before ts_headline sees it, so every one in its output is a bracket it added.
+START, STOP = "\ue000", "\ue001"
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One case, claim or source found: ``title`` and ``text`` are safe HTML with the
+    matched words in ``<mark>``."""
+
+    kind: str
+    key: str
+    case_key: str
+    status: str
+    source_kind: str
+    title: SafeString
+    text: SafeString
+    revision: int | None
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    query: str
+    kind: str  # "" for every kind
+    counts: dict[str, int]  # hits of each kind, whatever ``kind`` is
+    page: Page  # of SearchHit
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def search(
+    query: str,
+    *,
+    released: bool,
+    kind: str = "",
+    page: Any = 1,
+    per_page: int = PER_PAGE,
+) -> SearchResults:
+    """One page of the hits of ``query``: released entries for the public, the working
+    state otherwise; of one ``kind`` (``case``, ``claim``, ``source``) or of all.
+
+    Ordered by the exact key match first, then rank (PostgreSQL), then kind and key, so
+    pages never overlap. An unknown ``kind`` means every kind; a ``page`` out of range
+    gives the last page. Two queries.
+    """
+    query = query.strip()
+    kind = kind if kind in KINDS else ""
+    scope = SearchScope.RELEASED if released else SearchScope.WORKING
+    if not query:
+        empty = Paginator([], per_page).get_page(1)
+        return SearchResults(query, kind, dict.fromkeys(KINDS, 0), empty)
+    found = _matching(SearchEntry.objects.filter(scope=scope), query)
+    counts = dict.fromkeys(KINDS, 0)
+    counts.update(found.order_by().values_list("kind").annotate(n=Count("pk")))
+    if kind:
+        found = found.filter(kind=kind)
+    total = counts[kind] if kind else sum(counts.values())
+    paginator = Paginator(_Counted(_ordered(found, query), total), per_page)
+    results = paginator.get_page(page)
+    results.object_list = [_hit(row, query) for row in results.object_list]
+    return SearchResults(query, kind, counts, results)
+
+
+class _Counted:
+    """A query set the paginator need not count: the counts query already did."""
+
+    def __init__(self, queryset: QuerySet, total: int) -> None:
+        self.queryset, self.total = queryset, total
+
+    def count(self) -> int:
+        return self.total
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, index):
+        return list(self.queryset[index]) if self.total else []
+
+
+FIELDS = ("kind", "key", "case_key", "status", "source_kind", "revision")
+
+
+def _postgresql() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _exact_key(query: str) -> Q:
+    # keys and claim IDs are upper case: an equality on the (scope, key) index
+    return Q(key=query.upper())
+
+
+def _text_query(query: str):
+    from django.contrib.postgres.search import SearchQuery
+
+    return SearchQuery(query, search_type="websearch", config=SEARCH_CONFIG)
+
+
+def _words(query: str) -> list[str]:
+    return query.split()
+
+
+def _matching(entries: QuerySet, query: str) -> QuerySet:
+    if _postgresql():
+        return entries.filter(Q(vector=_text_query(query)) | _exact_key(query))
+    every_word = Q()
+    for word in _words(query):
+        every_word &= Q(title__icontains=word) | Q(text__icontains=word)
+    return entries.filter(every_word | _exact_key(query))
+
+
+def _ordered(found: QuerySet, query: str) -> QuerySet:
+    exact = Case(When(_exact_key(query), then=Value(1)), default=Value(0),
+                 output_field=IntegerField())
+    found = found.annotate(exact=exact)
+    if not _postgresql():
+        return found.order_by("-exact", "kind", "key").values(*FIELDS, "title", "text")
+    from django.contrib.postgres.search import SearchHeadline, SearchRank
+
+    text_query = _text_query(query)
+
+    def headline(field: str, **options) -> SearchHeadline:
+        # the markers are removed from the text first: each one in the output is a match
+        bare = Replace(Replace(field, Value(START), Value("")), Value(STOP), Value(""))
+        return SearchHeadline(
+            bare, text_query, config=SEARCH_CONFIG, start_sel=START, stop_sel=STOP, **options
+        )
+
+    return (
+        found.annotate(
+            # F(): a bare name would be wrapped in to_tsvector() and recomputed from text
+            rank=SearchRank(F("vector"), text_query),
+            title_marked=headline("title", highlight_all=True),
+            text_marked=headline(
+                "text", max_words=EXCERPT_WORDS, min_words=15, max_fragments=2,
+                fragment_delimiter=" … ",
+            ),
+        )
+        .order_by("-exact", "-rank", "kind", "key")
+        .values(*FIELDS, "title", "text", "title_marked", "text_marked")
+    )
+
+
+def _hit(row: dict[str, Any], query: str) -> SearchHit:
+    if "title_marked" in row:
+        title = marked_html(row["title_marked"])
+        text = _with_ellipses(marked_html(row["text_marked"]), row["text"], row["text_marked"])
+    else:
+        words = _words(query)
+        title = highlight(row["title"], words)
+        text = highlight(row["text"], words, excerpt_words=EXCERPT_WORDS)
+    return SearchHit(
+        kind=row["kind"],
+        key=row["key"],
+        case_key=row["case_key"],
+        status=row["status"],
+        source_kind=row["source_kind"],
+        title=title,
+        text=text,
+        revision=row["revision"],
+    )
+
+
+# --- highlighting: escape every piece of text, then add the markup --------------------------
+
+
+def marked_html(marked: str) -> SafeString:
+    """``ts_headline`` output (matches between START and STOP) as HTML: the text escaped,
+    each match in ``<mark>``. Markers the text might hold were removed before ts_headline,
+    so an unpaired marker cannot occur; one is dropped if it did."""
+    parts = []
+    for index, piece in enumerate(re.split(f"[{START}{STOP}]", marked)):
+        # pieces alternate: outside, match, outside, match…
+        parts.append(f"<mark>{escape(piece)}</mark>" if index % 2 and piece else escape(piece))
+    return mark_safe("".join(parts))  # noqa: S308 — every piece of text was escaped above
+
+
+def _with_ellipses(html: SafeString, text: str, marked: str) -> SafeString:
+    """An excerpt that leaves out the start or the end of the text says so."""
+    bare = marked.replace(START, "").replace(STOP, "").strip()
+    if not bare:
+        return html
+    before = "" if text.lstrip().startswith(bare[:40]) else "… "
+    after = "" if text.rstrip().endswith(bare[-40:]) else " …"
+    return mark_safe(before + html + after)  # noqa: S308 — html is safe, the rest constant
+
+
+def highlight(text: str, words: list[str], *, excerpt_words: int | None = None) -> SafeString:
+    """``text`` as HTML with every occurrence of ``words`` (case-insensitively) in
+    ``<mark>``; with ``excerpt_words``, only about that many words around the first match
+    (or from the start when none matches)."""
+    if excerpt_words is not None:
+        text = _excerpt(text, words, excerpt_words)
+    wanted = [w for w in words if w]
+    if not wanted:
+        return escape(text)
+    pattern = re.compile("|".join(re.escape(w) for w in sorted(wanted, key=len, reverse=True)),
+                         re.IGNORECASE)
+    parts, end = [], 0
+    for match in pattern.finditer(text):
+        parts.append(escape(text[end : match.start()]))
+        parts.append(f"<mark>{escape(match.group())}</mark>")
+        end = match.end()
+    parts.append(escape(text[end:]))
+    return mark_safe("".join(parts))  # noqa: S308 — every piece of text was escaped above
+
+
+def _excerpt(text: str, words: list[str], size: int) -> str:
+    tokens = text.split()
+    if len(tokens) <= size:
+        return text
+    folded = [w.casefold() for w in words]
+    first = next(
+        (i for i, token in enumerate(tokens) if any(w in token.casefold() for w in folded)), 0
+    )
+    start = max(0, min(first - size // 3, len(tokens) - size))
+    excerpt = " ".join(tokens[start : start + size])
+    return ("… " if start else "") + excerpt + (" …" if start + size < len(tokens) else "")

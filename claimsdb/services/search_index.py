@@ -1,0 +1,139 @@
+"""Keeping the search index current (docs/search.md).
+
+Working entries are replaced in the transaction of the write that changes a case or a
+source (``index_cases``, ``index_sources``, called by ``services.apply``), so a search right
+after a write finds what it wrote. Released entries are replaced when a release publishes a
+changed revision (``index_release_entries``, called by ``release_publish`` for the entries
+it records). Each call runs a fixed number of queries, whatever the size of the knowledge
+base; the entries it writes are those of the records it is given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from claimsdb.models import Release, ReleaseChange, ReleaseEntry, Revision, SearchEntry
+from claimsdb.models import SearchKind as Kind
+from claimsdb.models import SearchScope as Scope
+
+WITHDRAWN = "withdrawn"
+_BATCH = 1000
+_CHUNK = 500  # records per IN (...) list, well under every database's parameter limit
+
+
+def case_entries(document: dict[str, Any], *, scope: str, revision: int | None = None):
+    """The entries of a case document: the case, then its claims."""
+    key = document["key"]
+    yield SearchEntry(
+        scope=scope,
+        kind=Kind.CASE,
+        key=key,
+        case_key=key,
+        status=document["status"],
+        title=document["title"],
+        text=document["summary"],
+        revision=revision,
+    )
+    for claim in document["claims"]:
+        yield SearchEntry(
+            scope=scope,
+            kind=Kind.CLAIM,
+            key=claim["id"],
+            case_key=key,
+            status=claim["status"],
+            text=claim["statement"],
+            revision=revision,
+        )
+
+
+def source_entry(
+    document: dict[str, Any], *, scope: str, revision: int | None = None
+) -> SearchEntry:
+    return SearchEntry(
+        scope=scope,
+        kind=Kind.SOURCE,
+        key=document["key"],
+        status=document["status"],
+        source_kind=document["kind"],
+        title=document["title"],
+        revision=revision,
+    )
+
+
+# The fields of a case document its search entries are made of: a write that changes none
+# of them leaves the index alone.
+CASE_FIELDS = ("title", "summary", "status", "claims")
+
+
+def index_cases(documents: list[dict[str, Any]]) -> None:
+    """Replace the working entries of these cases and their claims with those of the
+    documents (the cases as just written). A fixed number of queries per 500 cases."""
+    for start in range(0, len(documents), _CHUNK):
+        chunk = documents[start : start + _CHUNK]
+        SearchEntry.objects.filter(
+            scope=Scope.WORKING, case_key__in=[d["key"] for d in chunk]
+        ).delete()
+        SearchEntry.objects.bulk_create(
+            [e for d in chunk for e in case_entries(d, scope=Scope.WORKING)], batch_size=_BATCH
+        )
+
+
+def index_sources(documents: list[dict[str, Any]]) -> None:
+    """Replace the working entries of these sources with those of the documents."""
+    for start in range(0, len(documents), _CHUNK):
+        chunk = documents[start : start + _CHUNK]
+        SearchEntry.objects.filter(
+            scope=Scope.WORKING, kind=Kind.SOURCE, key__in=[d["key"] for d in chunk]
+        ).delete()
+        SearchEntry.objects.bulk_create(
+            [source_entry(d, scope=Scope.WORKING) for d in chunk], batch_size=_BATCH
+        )
+
+
+
+def index_release_entries(release: Release, entries: Iterable[ReleaseEntry]) -> None:
+    """Make the released entries show what ``release`` publishes for ``entries`` (one batch
+    of its entries; call it once per batch, in the publishing transaction).
+
+    Only the cases and sources whose released revision changes are re-indexed: an
+    ``unchanged`` entry keeps the revision the previous release published, which is
+    already in the index. A withdrawn record leaves the index (the public no longer finds
+    it). A fixed number of queries per 500 records; memory follows their snapshots.
+    """
+    changed = [
+        entry
+        for entry in entries
+        if entry.record_kind in (Kind.CASE, Kind.SOURCE)
+        and entry.change != ReleaseChange.UNCHANGED
+    ]
+    for start in range(0, len(changed), _CHUNK):
+        _index_released(changed[start : start + _CHUNK])
+
+
+def _index_released(entries: list[ReleaseEntry]) -> None:
+    """Three queries: the snapshots, the old entries out, the new ones in."""
+    revisions = Revision.objects.filter(id__in=[entry.revision_id for entry in entries])
+    rows: list[SearchEntry] = []
+    cases: list[str] = []
+    sources: list[str] = []
+    for kind, key, number, snapshot in revisions.values_list(
+        "record_kind", "record_key", "number", "snapshot"
+    ):
+        document = json.loads(snapshot)
+        if kind == Kind.CASE:
+            cases.append(key)
+            if document["status"] != WITHDRAWN:
+                rows.extend(case_entries(document, scope=Scope.RELEASED, revision=number))
+        else:
+            sources.append(key)
+            if document["status"] != WITHDRAWN:
+                rows.append(source_entry(document, scope=Scope.RELEASED, revision=number))
+    if cases:
+        SearchEntry.objects.filter(scope=Scope.RELEASED, case_key__in=cases).delete()
+    if sources:
+        SearchEntry.objects.filter(
+            scope=Scope.RELEASED, kind=Kind.SOURCE, key__in=sources
+        ).delete()
+    SearchEntry.objects.bulk_create(rows, batch_size=_BATCH)
