@@ -328,7 +328,7 @@ def test_the_migration_back_fills_what_publishing_records(seeded, analyst, revie
     ReleasedRevision.objects.all().delete()
     ReleaseEntry.objects.update(withdrawn=False)
     Release.objects.update(change_counts={})
-    migration = importlib.import_module("claimsdb.migrations.0005_release_index")
+    migration = importlib.import_module("claimsdb.migrations.0007_release_index")
     migration.backfill(apps, None)
     migration.count_changes(apps, None)
     assert recorded() == published

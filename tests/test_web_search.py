@@ -427,6 +427,6 @@ def test_the_migration_fills_the_index_as_the_write_path_does(seeded, reviewer, 
     written = index()
     assert {row[0] for row in written} == {"working", "released"}
     SearchEntry.objects.all().delete()
-    migration = importlib.import_module("claimsdb.migrations.0005_search_index")
+    migration = importlib.import_module("claimsdb.migrations.0008_search_index")
     migration.fill_index(django_apps, None)
     assert index() == [row if row[0] == "released" else (*row[:-1], None) for row in written]

@@ -20,6 +20,6 @@ def drop_index(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("claimsdb", "0004_reproduction_stored_rows")]
+    dependencies = [("claimsdb", "0005_import_jobs")]
 
     operations = [migrations.RunPython(create_index, drop_index)]

@@ -66,7 +66,7 @@ def backfill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('claimsdb', '0004_reproduction_stored_rows'),
+        ("claimsdb", "0006_figure_claims_index"),
     ]
 
     operations = [

@@ -102,7 +102,7 @@ def fill_index(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("claimsdb", "0004_reproduction_stored_rows"),
+        ("claimsdb", "0007_release_index"),
     ]
 
     operations = [
