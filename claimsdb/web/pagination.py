@@ -5,9 +5,10 @@
 ``templates/includes/pagination.html`` shows: "120 cases · page 2 of 3" and first, previous,
 next and last links that keep the request's other query parameters (its filters).
 
-``?page=`` is read as ``Paginator.get_page`` reads it: a page past the end shows the last
-page, and anything that is not a page number shows the first. A list never answers 404 for
-its page number: a link kept from a longer list still lands on its end.
+``?page=`` is read as ``Paginator.get_page`` reads it: a number past either end (``0``,
+``-1``, ``999``) shows the last page, and anything that is not a whole number the first. A
+list never answers 404 for its page number: a link kept from a longer list still lands on
+its end.
 """
 
 from __future__ import annotations
