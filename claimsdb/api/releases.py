@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.http import HttpResponse, HttpResponseNotModified, StreamingHttpResponse
+from django.http import HttpResponseNotModified, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -286,7 +287,7 @@ class ReleaseBundleView(ReleaseBase):
         parameters=[NUMBER_PARAMETER],
         responses={200: BUNDLE_SCHEMA, **openapi.error_responses(404)},
     )
-    def get(self, request: Request, number: str) -> HttpResponse:
+    def get(self, request: Request, number: str) -> HttpResponseBase:
         release = _release_or_404(number)
         etag = f'"release-{release.number}"'
         headers = {
