@@ -66,7 +66,7 @@ def backfill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("claimsdb", "0006_figure_claims_index"),
+        ("claimsdb", "0006_scope_lookup_indexes"),
     ]
 
     operations = [

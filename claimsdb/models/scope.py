@@ -22,6 +22,11 @@ class ScopeRule(models.Model):
 
     class Meta:
         ordering = ["key"]
+        # the scope check of a write looks rules up by the case and the figure they name
+        indexes = [
+            models.Index(fields=["case"], name="scoperule_case_idx"),
+            models.Index(fields=["figure"], name="scoperule_figure_idx"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(key__startswith="RULE-"), name="rule_key_format"
