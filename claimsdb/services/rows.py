@@ -10,10 +10,12 @@ them back by key).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from operator import attrgetter
+from typing import Any
 
 from django.db import connection
-from django.db.models import Model
+from django.db.models import Field, Model
 
 
 def insert_rows(model: type[Model], objects: Iterable[Model]) -> list[Model]:
@@ -28,7 +30,30 @@ def insert_rows(model: type[Model], objects: Iterable[Model]) -> list[Model]:
     statement = "COPY {} ({}) FROM STDIN".format(
         quote(model._meta.db_table), ", ".join(quote(f.column) for f in fields)
     )
+    values = [_converter(f) for f in fields]
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
         for obj in objects:
-            copy.write_row([f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields])
+            copy.write_row([value(obj) for value in values])
     return objects
+
+
+# Fields whose database value is the attribute itself (the schema has checked the type).
+_PLAIN = frozenset(
+    {
+        "BigIntegerField",
+        "BooleanField",
+        "CharField",
+        "ForeignKey",
+        "IntegerField",
+        "PositiveBigIntegerField",
+        "PositiveIntegerField",
+        "SmallIntegerField",
+        "TextField",
+    }
+)
+
+
+def _converter(field: Field) -> Callable[[Model], Any]:
+    if field.get_internal_type() in _PLAIN:
+        return attrgetter(field.attname)
+    return lambda obj: field.get_db_prep_save(field.pre_save(obj, True), connection)
