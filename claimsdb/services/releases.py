@@ -169,7 +169,7 @@ def release_publish(*, user: AbstractBaseUser, notes: str) -> Release:
             for entry in plan.entries
         ]
         ReleaseEntry.objects.bulk_create(entries, batch_size=_CHUNK)
-        search_index.index_release_entries(release, entries)
+        search_index.index_release_entries(entries)
         return release
 
 
