@@ -411,7 +411,7 @@ def test_an_unchanged_release_entry_is_not_reindexed(seeded, reviewer, analyst):
     assert {e.change for e in entries} == {"unchanged", "updated"}
     unchanged = [e for e in entries if e.change == "unchanged"]
     with CaptureQueriesContext(connection) as queries:
-        index_release_entries(release, unchanged)
+        index_release_entries(unchanged)
     assert len(queries) == 0
     assert hits("wombat", released=True) == [("case", "CP22-002")]
 

@@ -207,7 +207,7 @@ def _publish_batch(release: Release, batch: list[PlannedEntry]) -> None:
         for entry in batch
     ]
     ReleaseEntry.objects.bulk_create(entries, batch_size=BATCH_SIZE)
-    search_index.index_release_entries(release, entries)
+    search_index.index_release_entries(entries)
     index_released_revisions(
         [entry.revision_id for entry in batch if entry.change != ReleaseChange.UNCHANGED]
     )

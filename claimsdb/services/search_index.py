@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from claimsdb.models import Release, ReleaseChange, ReleaseEntry, Revision, SearchEntry
+from claimsdb.models import ReleaseChange, ReleaseEntry, Revision, SearchEntry
 from claimsdb.models import SearchKind as Kind
 from claimsdb.models import SearchScope as Scope
 
@@ -93,9 +93,10 @@ def index_sources(documents: list[dict[str, Any]]) -> None:
 
 
 
-def index_release_entries(release: Release, entries: Iterable[ReleaseEntry]) -> None:
-    """Make the released entries show what ``release`` publishes for ``entries`` (one batch
-    of its entries; call it once per batch, in the publishing transaction).
+def index_release_entries(entries: Iterable[ReleaseEntry]) -> None:
+    """Make the released entries show what a release publishes: ``entries`` are the
+    ``ReleaseEntry`` rows it records (all of them, or one batch; call it once per batch, in
+    the publishing transaction, after the release's earlier batches).
 
     Only the cases and sources whose released revision changes are re-indexed: an
     ``unchanged`` entry keeps the revision the previous release published, which is
