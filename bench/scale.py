@@ -696,14 +696,21 @@ class Databases:
         return urlunsplit(urlsplit(self.url)._replace(path="/" + name))
 
     def copy(self, name: str, template: str) -> str:
-        from psycopg import sql
+        from psycopg import errors, sql
 
         full = f"{self.prefix}_{name}"
-        self.admin.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(full), sql.Identifier(template)
-            )
+        statement = sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+            sql.Identifier(full), sql.Identifier(template)
         )
+        for attempt in range(40):
+            try:
+                self.admin.execute(statement)
+                break
+            except errors.ObjectInUse:
+                # a child that just exited may still be leaving the template database
+                if attempt == 39:
+                    raise
+                time.sleep(0.5)
         self.made.append(full)
         return self.url_of(full)
 
