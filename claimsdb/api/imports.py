@@ -516,6 +516,9 @@ class ImportListView(APIView):
         reports = import_reports()
         for name, lookup in (("run_id", "run_id"), ("case", "case_key"), ("outcome", "outcome")):
             value = request.query_params.get(name)
+            if value and name == "outcome" and value not in repro_results.OUTCOMES:
+                message = "outcome must be one of " + ", ".join(repro_results.OUTCOMES)
+                raise RequestViolations([RuleViolation("invalid", message, name)])
             if value:
                 reports = reports.filter(**{lookup: value})
         paginator = Pagination()

@@ -96,11 +96,13 @@ def field_schema(spec: record_schema.Field, components: dict[str, Any], top: boo
 def patch_schema(document: dict[str, Any], description: str) -> dict[str, Any]:
     """A merge patch of a document: any of its fields, ``null`` to remove one."""
     properties = {}
+    required = set(document.get("required", ()))
     for name, sub in document["properties"].items():
         prop = copy.deepcopy(sub)
-        if "$ref" in prop:
-            prop = {"allOf": [prop]}
-        prop["nullable"] = True
+        if name not in required:  # null removes a field: only one the format may leave out
+            if "$ref" in prop:
+                prop = {"allOf": [prop]}
+            prop["nullable"] = True
         properties[name] = prop
     return {
         "type": "object",
@@ -174,7 +176,8 @@ def components() -> dict[str, Any]:
         result[f"{name}Patch"] = patch_schema(
             document,
             f"An RFC 7386 JSON merge patch of a `{KIND_FORMATS[kind]}` document: the fields "
-            "given replace the record's (lists whole), `null` removes a field.",
+            "given replace the record's (lists whole), `null` removes a field the format lets "
+            "you leave out.",
         )
         result[f"{name}ListItem"] = {
             "type": "object",

@@ -8,6 +8,7 @@ be refused for its shape, and one it calls invalid must be refused. It states:
 * a required ``summary`` holds something besides white space (``revision.summary_required``);
 * ``If-Match`` is ``*`` or a list of entity tags (``revision.precondition_invalid``);
 * the smallest number each integer query parameter takes (``page``, ``page_size``…);
+* every request body is required; the bodies checked field by field admit no other field;
 * a 400 in the ``Error`` shape for every operation with query parameters (a malformed one is
   refused, on any endpoint).
 """
@@ -20,7 +21,9 @@ NO_NUL = "^[^\\u0000]*$"
 NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
 # RFC 9110 §13.1.1: "*" or a comma-separated list of (weak or strong) entity tags
 ENTITY_TAGS = '^ *(\\*|(W/)?"[^"]*"( *, *(W/)?"[^"]*")*) *$'
-INTEGER_MINIMUMS = {"page": 1, "page_size": 1, "since": 0, "from": 1, "to": 1}
+INTEGER_MINIMUMS = {"page": 1, "page_size": 1, "since": 0, "from": 1, "to": 1, "position": 0}
+# Request bodies whose views refuse fields they do not know (document.unknown_field).
+CLOSED_REQUEST_COMPONENTS = ("PublishRequestRequest",)
 
 
 def describe_parameters(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
@@ -30,6 +33,9 @@ def describe_parameters(result: dict[str, Any], generator, request, public) -> d
                 continue
             for parameter in operation.get("parameters", []):
                 _describe(parameter)
+            if "requestBody" in operation:
+                # every write reads its body: without one it is refused
+                operation["requestBody"]["required"] = True
             responses = operation.setdefault("responses", {})
             takes_query = any(p.get("in") == "query" for p in operation.get("parameters", []))
             if takes_query and "400" not in responses:
@@ -39,6 +45,10 @@ def describe_parameters(result: dict[str, Any], generator, request, public) -> d
                         "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
                     },
                 }
+    schemas = result.get("components", {}).get("schemas", {})
+    for name in CLOSED_REQUEST_COMPONENTS:
+        if name in schemas:
+            schemas[name]["additionalProperties"] = False
     return result
 
 
