@@ -92,7 +92,6 @@ def index_sources(documents: list[dict[str, Any]]) -> None:
         )
 
 
-
 def index_release_entries(entries: Iterable[ReleaseEntry]) -> None:
     """Make the released entries show what a release publishes: ``entries`` are the
     ``ReleaseEntry`` rows it records (all of them, or one batch; call it once per batch, in
