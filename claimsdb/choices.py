@@ -1,6 +1,6 @@
 """Every closed vocabulary of the record format, in one place.
 
-The values are the contract of ``record-format.md``: tools outside claimsdb read and
+The values are the contract of docs/record-format.md: tools outside claimsdb read and
 write them, so they never change spelling.
 """
 

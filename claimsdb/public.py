@@ -1,4 +1,4 @@
-"""The public record: what anonymous visitors see (DESIGN.md §4). The one source of truth.
+"""The public record: what anonymous visitors see (docs/releases.md). The one source of truth.
 
 The public sees, for each record, the revision of the latest release that has an entry for
 it (``released_revision``), and only that revision's snapshot. Signed-in users with a role

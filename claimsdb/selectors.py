@@ -91,7 +91,7 @@ def case_scope(key: str) -> dict[str, Any]:
     }
 
 
-# --- Reads for the web pages (issue 5) -------------------------------------------------------
+# --- Reads for the web pages ----------------------------------------------------------------
 # Each runs a fixed number of queries, whatever the size of the case.
 
 

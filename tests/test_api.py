@@ -198,7 +198,7 @@ def test_get_case_is_the_canonical_document_with_its_revision_as_etag(analyst_cl
     assert body(response) == record_document("case", "CP22-003")
     assert response["ETag"] == etag()
     assert response["Content-Type"] == "application/json"
-    # sorted keys, as record-format.md serializes documents
+    # sorted keys, as docs/record-format.md serializes documents
     assert list(body(response)) == sorted(body(response))
 
 

@@ -1,4 +1,4 @@
-"""The released record over the API (DESIGN.md §4, issue 7): anonymous users and users
+"""The released record over the API (docs/releases.md): anonymous users and users
 without a role read only what releases published — on every URL of the API, found by
 walking the URL configuration — and write nothing; users with a role read the working
 state.

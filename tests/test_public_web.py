@@ -1,6 +1,6 @@
 """The public view of the web UI: anonymous visitors (and signed-in users without a role) see
 released revisions only, on every page — nothing of drafts, unreleased claims, unreleased
-revisions or the working state (DESIGN.md §4)."""
+revisions or the working state (docs/releases.md)."""
 
 from __future__ import annotations
 

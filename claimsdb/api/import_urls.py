@@ -1,4 +1,6 @@
-"""REST API for the reproduction-results importer: imports and imported runs (DESIGN.md §5).
+"""REST API for the reproduction-results importer: imports and imported runs.
+
+The format and what an import does: docs/repro-results-1.md.
 
 Identifiers are matched with the API's ``key`` converter (any text), so that a malformed
 one still reaches a view and gets a 404 in the API's error shape.

@@ -1,4 +1,4 @@
-"""Imports of reproduction results, and the imported runs, over REST (DESIGN.md §5, §7).
+"""Imports of reproduction results, and the imported runs, over REST (docs/repro-results-1.md).
 
 * ``POST /api/v1/imports/`` — a ``repro-results/1`` file, as the raw JSON body or as the
   multipart field ``file``; ``dry_run``, ``replace``, ``summary`` (and ``filename``) as query

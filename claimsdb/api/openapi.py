@@ -171,7 +171,7 @@ def components() -> dict[str, Any]:
     for kind, spec in record_schema.SCHEMAS.items():
         name = KIND_COMPONENTS[kind]
         document = field_schema(spec, result, top=True)
-        document["description"] = f"A `{KIND_FORMATS[kind]}` document (record-format.md)."
+        document["description"] = f"A `{KIND_FORMATS[kind]}` document (docs/record-format.md)."
         result[f"{name}Document"] = document
         result[f"{name}Patch"] = patch_schema(
             document,
@@ -223,7 +223,7 @@ def ledger_components() -> dict[str, Any]:
     return {
         "Revision": {
             "type": "object",
-            "description": "One change to one record in the ledger (DESIGN.md §4).",
+            "description": "One change to one record in the ledger.",
             "properties": revision_properties,
             "required": list(revision_properties),
         },

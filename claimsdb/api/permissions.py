@@ -1,4 +1,4 @@
-"""Role permissions for API views (DESIGN.md §7).
+"""Role permissions for API views (README, "Roles").
 
 A view lists one of these in ``permission_classes``. Anonymous users are refused with 401
 (DRF turns a refusal into ``not_authenticated`` when no credentials were sent), signed-in

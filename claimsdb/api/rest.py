@@ -55,7 +55,7 @@ class MergePatchParser(DocumentJSONParser):
 
 
 class CanonicalJSONRenderer(JSONRenderer):
-    """JSON with sorted keys, as record-format.md serializes documents."""
+    """JSON with sorted keys, as docs/record-format.md serializes documents."""
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if data is None:

@@ -1,4 +1,4 @@
-"""What a user may read through the API: the one place that decides it (DESIGN.md §4).
+"""What a user may read through the API: the one place that decides it (docs/releases.md).
 
 Two views of the knowledge base:
 

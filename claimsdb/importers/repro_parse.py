@@ -3,7 +3,7 @@
 File in, unsaved values out: nothing here touches the database. `parse_results` checks a whole
 file in one streaming pass and returns every problem it finds, each with a stable code and the
 JSON path it concerns; `iter_trial_rows` is the second pass that feeds the trial rows of an
-accepted file to bulk insertion. The format is fixed by ../shared/formats/repro-results-1.md.
+accepted file to bulk insertion. The format is fixed by docs/repro-results-1.md.
 
 Whether `case` and `claims` exist, and whether `run_id` was imported before, is for the
 database-side importer to decide.

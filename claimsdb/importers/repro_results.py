@@ -1,5 +1,5 @@
-"""The `repro-results/1` importer (DESIGN.md §5): one class for the command, the API and the
-upload page.
+"""The `repro-results/1` importer (docs/repro-results-1.md): one class for the command, the
+API and the upload page.
 
 The pipeline of one file:
 

@@ -1,4 +1,7 @@
-"""The claimsdb domain (DESIGN.md §1). Only ``claimsdb.services`` writes these tables."""
+"""The claimsdb domain (docs/architecture.md, "The records").
+
+Only ``claimsdb.services`` writes these tables.
+"""
 
 from .assessments import Assessment, AssessmentMethod
 from .cases import Attribution, Case, CaseTag, Control, Figure, Relation, Unknown

@@ -1,4 +1,4 @@
-"""The canonical record documents of record-format.md."""
+"""The canonical record documents of docs/record-format.md."""
 
 from .canonical import dumps_compact, dumps_pretty, iter_pretty_bundle, sha256_text
 from .diff import Change, diff

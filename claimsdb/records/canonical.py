@@ -1,4 +1,4 @@
-"""The serialization rules of record-format.md: one place that turns documents into bytes."""
+"""The serialization rules of docs/record-format.md: one place that turns documents into bytes."""
 
 from __future__ import annotations
 

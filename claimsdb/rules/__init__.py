@@ -1,4 +1,7 @@
-"""The rules of DESIGN.md §3, run by every service call (see ``registry``)."""
+"""The rules of the knowledge base (README, "Scope rules"), run by every service call.
+
+See ``registry`` for how they are registered and run.
+"""
 
 from . import fields, scope  # noqa: F401  (registers the rules)
 from .registry import CODES, FIELD_RULES, SCOPE_RULES, run_field_rules, run_scope_rules

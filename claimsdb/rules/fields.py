@@ -1,4 +1,4 @@
-"""Field rules: checks on one document before it is written (DESIGN.md §3)."""
+"""Field rules: checks on one document before it is written (every code is in codes.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scope rules (DESIGN.md §3): figures stay with their event, on every write path."""
+"""Scope rules (README, "Scope rules"): figures stay with their event, on every write path."""
 
 from __future__ import annotations
 

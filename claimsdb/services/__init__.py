@@ -1,4 +1,4 @@
-"""The only code that writes domain tables (DESIGN.md §2)."""
+"""The only code that writes domain tables (docs/write-path.md)."""
 
 from .bundles import bundle_load, bundle_load_file
 from .claims import claim_add, claim_update, claim_withdraw

@@ -1,4 +1,7 @@
-"""The revision ledger (DESIGN.md §4): gapless global numbers, snapshots, a hash chain."""
+"""The revision ledger: gapless global numbers, snapshots, a hash chain.
+
+docs/architecture.md, "The ledger", describes it.
+"""
 
 from __future__ import annotations
 

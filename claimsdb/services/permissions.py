@@ -1,4 +1,4 @@
-"""Roles (DESIGN.md §7): viewer < analyst < reviewer, as Django groups."""
+"""Roles (README, "Roles"): viewer < analyst < reviewer, as Django groups."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Publishing releases (DESIGN.md §4): what the public sees, one entry per record.
+"""Publishing releases (docs/releases.md): what the public sees, one entry per record.
 
 A release is the complete public view of the knowledge base at one moment: it has an entry
 for every record the public can see, so the latest release alone answers "what is public".

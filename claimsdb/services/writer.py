@@ -1,4 +1,4 @@
-"""The one write path (DESIGN.md §2): validate, write, check scope, append revisions.
+"""The one write path (docs/write-path.md): validate, write, check scope, append revisions.
 
 Every service (``case_update``, ``bundle_load``, ``revision_revert``, the importer…)
 describes its change as a list of ``RecordWrite`` and hands it to ``write_records``, which

@@ -1,6 +1,6 @@
 """Who may read and change what, for the web pages.
 
-The one place deciding which state of the knowledge base a request reads (DESIGN.md §4):
+The one place deciding which state of the knowledge base a request reads (docs/releases.md):
 signed-in users with a role (viewer and up) read the **working state**; everyone else —
 anonymous visitors and signed-in users without a role — reads **released** revisions only,
 through ``claimsdb.public``. A record or revision the request may not see is a 404, never a

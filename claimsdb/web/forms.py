@@ -1,5 +1,5 @@
 """Forms of the editing pages. They only collect input: documents are built in the views and
-checked by the services (the rules of DESIGN.md §3 live there, not here)."""
+checked by the services (the rules of claimsdb/rules/ run there, not here)."""
 
 from __future__ import annotations
 

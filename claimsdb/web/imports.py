@@ -1,4 +1,4 @@
-"""The upload page for reproduction results (DESIGN.md §7 ``/imports/``).
+"""The upload page for reproduction results (``/imports/``; docs/repro-results-1.md).
 
 ``/imports/`` lists past imports (viewers and up) and, for analysts, takes a results file;
 the upload is one ``ResultsImporter`` call, after which the browser is sent to the import's

@@ -1,4 +1,4 @@
-"""Web pages (DESIGN.md §7)."""
+"""Web pages (README, "The web UI")."""
 
 from django.urls import path
 

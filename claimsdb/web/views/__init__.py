@@ -1,1 +1,1 @@
-"""Pages (DESIGN.md §7). Each view reads through selectors or calls one service."""
+"""Pages (README, "The web UI"). Each view reads through selectors or calls one service."""
