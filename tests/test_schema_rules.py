@@ -78,3 +78,13 @@ def test_malformed_query_parameters_are_refused_not_ignored(seeded, reviewer, ur
     response = client.get(url)
     assert response.status_code == 400, response.content
     assert json.loads(response.content)["errors"][0]["code"] == "invalid"
+
+
+def test_integer_filters_are_bounded_and_an_empty_choice_is_no_filter(schema):
+    revisions = schema["paths"]["/api/v1/revisions/"]["get"]
+    parameters = {p["name"]: p["schema"] for p in revisions["parameters"]}
+    assert parameters["since"]["minimum"] == 0
+    assert parameters["since"]["maximum"] == 2**63 - 1
+    sources = schema["paths"]["/api/v1/sources/"]["get"]
+    reliability = {p["name"]: p["schema"] for p in sources["parameters"]}["reliability"]
+    assert "" in reliability["enum"]

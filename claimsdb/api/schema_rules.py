@@ -22,6 +22,8 @@ NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
 # RFC 9110 §13.1.1: "*" or a comma-separated list of (weak or strong) entity tags
 ENTITY_TAGS = '^ *(\\*|(W/)?"[^"]*"( *, *(W/)?"[^"]*")*) *$'
 INTEGER_MINIMUMS = {"page": 1, "page_size": 1, "since": 0, "from": 1, "to": 1, "position": 0}
+# the largest integer a query parameter compared with a database column takes (a bigint)
+INTEGER_MAXIMUM = 2**63 - 1
 # Request bodies whose views refuse fields they do not know (document.unknown_field).
 CLOSED_REQUEST_COMPONENTS = ("PublishRequestRequest",)
 
@@ -65,8 +67,11 @@ def _describe(parameter: dict[str, Any]) -> None:
             schema["pattern"] = NOT_BLANK
         elif "enum" not in schema and "pattern" not in schema:
             schema["pattern"] = NO_NUL
+        elif "enum" in schema and "" not in schema["enum"]:
+            schema["enum"] = [*schema["enum"], ""]  # an empty filter is no filter
     elif where == "query" and schema.get("type") == "integer" and name in INTEGER_MINIMUMS:
         schema.setdefault("minimum", INTEGER_MINIMUMS[name])
+        schema.setdefault("maximum", INTEGER_MAXIMUM)
     elif where == "query" and schema.get("type") == "array":
         items = schema.get("items")
         if isinstance(items, dict) and items.get("type") == "string" and "enum" not in items:
