@@ -71,7 +71,8 @@ def _describe(parameter: dict[str, Any]) -> None:
             schema["enum"] = [*schema["enum"], ""]  # an empty filter is no filter
     elif where == "query" and schema.get("type") == "integer" and name in INTEGER_MINIMUMS:
         schema.setdefault("minimum", INTEGER_MINIMUMS[name])
-        schema.setdefault("maximum", INTEGER_MAXIMUM)
+        if name not in {"page", "page_size"}:  # a larger page_size reads as its maximum
+            schema.setdefault("maximum", INTEGER_MAXIMUM)
     elif where == "query" and schema.get("type") == "array":
         items = schema.get("items")
         if isinstance(items, dict) and items.get("type") == "string" and "enum" not in items:
