@@ -34,8 +34,9 @@ from django.http import HttpRequest, HttpResponse
 
 logger = logging.getLogger("claimsdb.replicas")
 
-# Apps whose rows decide who the user is: always read from the primary.
-PRIMARY_ONLY_APPS = {"auth", "sessions", "authtoken", "admin", "contenttypes"}
+# Apps whose rows decide who the user is (and the sign-in throttle's counters, kept in the
+# cache table): always read from the primary.
+PRIMARY_ONLY_APPS = {"auth", "sessions", "authtoken", "admin", "contenttypes", "django_cache"}
 # Pages and endpoints whose reads may be a moment old for every reader.
 REPLICA_VIEWS = {
     "index",

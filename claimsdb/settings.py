@@ -197,6 +197,14 @@ WHITENOISE_USE_FINDERS = True
 # from one address after a few, everywhere after more, for a while; the page, the admin and
 # the API token endpoint alike.
 AUTHENTICATION_BACKENDS = ["claimsdb.signin.ThrottledModelBackend"]
+# The failure counters live in the cache, which every worker process must share: the
+# database's own cache table (made by migration 0009), so nothing else needs to run.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "claimsdb_cache",
+    }
+}
 SIGNIN_FAILURES_PER_ACCOUNT_AND_ADDRESS = int(os.environ.get("SIGNIN_FAILURES_PER_ADDRESS", "5"))
 SIGNIN_FAILURES_PER_ACCOUNT = int(os.environ.get("SIGNIN_FAILURES_PER_ACCOUNT", "20"))
 SIGNIN_LOCKOUT_SECONDS = int(os.environ.get("SIGNIN_LOCKOUT_SECONDS", "900"))
