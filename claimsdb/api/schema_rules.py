@@ -10,7 +10,8 @@ be refused for its shape, and one it calls invalid must be refused. It states:
 * the smallest number each integer query parameter takes (``page``, ``page_size``…);
 * every request body is required; the bodies checked field by field admit no other field;
 * a 400 in the ``Error`` shape for every operation with query parameters (a malformed one is
-  refused, on any endpoint).
+  refused, on any endpoint);
+* a 413 ``request.too_large`` for every operation that reads a body (docs/limits.md).
 """
 
 from __future__ import annotations
@@ -35,10 +36,23 @@ def describe_parameters(result: dict[str, Any], generator, request, public) -> d
                 continue
             for parameter in operation.get("parameters", []):
                 _describe(parameter)
-            if "requestBody" in operation:
-                # every write reads its body: without one it is refused
-                operation["requestBody"]["required"] = True
             responses = operation.setdefault("responses", {})
+            if "requestBody" in operation:
+                # every write reads its body: without one it is refused, and beyond the
+                # limits it is refused whole
+                operation["requestBody"]["required"] = True
+                responses.setdefault(
+                    "413",
+                    {
+                        "description": "the body is larger than the limit "
+                        "(`request.too_large`, docs/limits.md)",
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/Error"}
+                            }
+                        },
+                    },
+                )
             takes_query = any(p.get("in") == "query" for p in operation.get("parameters", []))
             if takes_query and "400" not in responses:
                 responses["400"] = {
