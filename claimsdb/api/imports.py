@@ -54,6 +54,7 @@ from claimsdb.importers.runs import (
 )
 from claimsdb.models import ImportReport, ReproductionRun
 from claimsdb.records import RuleViolation
+from claimsdb.records.stream import utf8_chunks
 
 from . import openapi
 from .common import FALSE_VALUES, TRUE_VALUES, Pagination
@@ -803,7 +804,7 @@ class RunTrialsView(APIView):
         if run is None:
             raise NotFound(f"there is no imported run {run_id}")
         response = StreamingHttpResponse(
-            _encoded(_csv_lines(trial_rows_csv(run))), content_type="text/csv; charset=utf-8"
+            utf8_chunks(_csv_lines(trial_rows_csv(run))), content_type="text/csv; charset=utf-8"
         )
         response["Content-Disposition"] = f'attachment; filename="{run.run_id}-trials.csv"'
         return response
@@ -822,16 +823,3 @@ def _csv_lines(rows: Iterable[list[Any]]) -> Iterator[str]:
         yield writer.writerow(row)
 
 
-def _encoded(lines: Iterable[str], size: int = 64 * 1024) -> Iterator[bytes]:
-    """Lines gathered into chunks of about ``size`` bytes."""
-    buffer: list[str] = []
-    length = 0
-    for line in lines:
-        buffer.append(line)
-        length += len(line)
-        if length >= size:
-            yield "".join(buffer).encode("utf-8")
-            buffer.clear()
-            length = 0
-    if buffer:
-        yield "".join(buffer).encode("utf-8")
