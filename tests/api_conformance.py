@@ -47,6 +47,7 @@ DATA_CODE_PREFIXES = (
     "document.too_large",  # the whole document's size: no schema keyword bounds it
     "document.invalid_key",  # an object's keys: OpenAPI 3.0 has no propertyNames
     "authorization",  # wrong credentials at the token endpoint
+    "pagination.cursor_invalid",  # a cursor is an opaque token that only the feed hands out
 )
 
 

@@ -235,6 +235,15 @@ def test_an_invalid_cursor_is_a_400_with_its_code(seeded, viewer, reviewer, curs
             assert (error["code"], error["path"]) == ("pagination.cursor_invalid", "cursor")
 
 
+@pytest.mark.parametrize("size", ["0", "-1", "x", "1.5"])
+def test_the_feed_refuses_a_malformed_page_size(seeded, viewer, size):
+    """As the numbered pages do: never read as the default, so the schema's minimum holds."""
+    for url in (f"{API}/revisions/", f"{API}/cases/CP22-003/revisions/"):
+        response = client_for(viewer).get(url, {"page_size": size})
+        assert response.status_code == 400
+        assert response.json()["errors"][0]["path"] == "page_size"
+
+
 def test_a_case_never_released_is_still_a_404_for_the_public(seeded, viewer):
     """The cursor changes nothing of who sees what: the same 404 as without one."""
     for query in ("", f"?cursor={token('n:0')}", "?cursor=junk"):

@@ -247,7 +247,8 @@ UPLOAD = inline_serializer(
         "file": serializers.FileField(help_text="the repro-results/1 file"),
         "dry_run": serializers.BooleanField(required=False),
         "replace": serializers.BooleanField(required=False),
-        "summary": serializers.CharField(required=False),
+        # blank means the default summary ("Imported <run_id>"), as the query parameter
+        "summary": serializers.CharField(required=False, allow_blank=True),
     },
 )
 

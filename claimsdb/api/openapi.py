@@ -274,6 +274,7 @@ def ledger_components() -> dict[str, Any]:
                 "revision": {
                     "type": "integer",
                     "minimum": 1,
+                    "maximum": 2**63 - 1,  # a bigint, as the view takes it
                     "description": "a revision of this case to restore",
                 }
             },

@@ -201,10 +201,16 @@ class RevisionFeedPagination(BasePagination):
         return self.page
 
     def get_page_size(self, request) -> int:
-        raw = request.query_params.get(self.page_size_query_param, "")
-        if raw.isdigit() and int(raw) > 0:
-            return min(int(raw), self.max_page_size)
-        return self.page_size
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        if not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+            # as the numbered pages do: a malformed size is refused, never read as the default
+            raise ValidationError(
+                {self.page_size_query_param: [f"must be an integer ≥ 1, not {raw!r}"]},
+                code="invalid",
+            )
+        return min(int(raw), self.max_page_size)
 
     def _link(self, cursor: Cursor | None) -> str | None:
         """The URL of the page at ``cursor``, with the request's filters, ordering and page
