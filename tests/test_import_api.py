@@ -119,6 +119,14 @@ def test_bad_parameters_and_missing_file(seeded, analyst, client_for):
     assert response.json()["errors"][0]["code"] == "repro.malformed"
     response = client.post(IMPORTS, data="x", content_type="text/plain")
     assert response.status_code == 415
+    # a form value is checked even when the query string gives the same parameter
+    with VALID_SMALL.open("rb") as upload:
+        response = client.post(
+            IMPORTS + "?replace=true", {"file": upload, "replace": "{}"}, format="multipart"
+        )
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["path"] == "replace"
+    assert not ReproductionRun.objects.exists()
 
 
 def test_permissions(seeded, analyst, reviewer, viewer, nobody, client_for):

@@ -91,16 +91,25 @@ def _param(request: Request, name: str) -> str | None:
 
 
 def _flag(request: Request, name: str) -> bool:
-    raw = _param(request, name)
-    if raw is None or raw.strip() == "":
-        return False
-    if raw.strip().lower() in TRUE_VALUES:
-        return True
-    if raw.strip().lower() in FALSE_VALUES:
-        return False
-    raise RequestViolations(
-        [RuleViolation("invalid", f"{name} must be true or false, not {raw!r}", name)]
-    )
+    """A true/false parameter, from the query string or the form; a value given in either
+    place must be true or false (the query string's wins when both are given)."""
+    sent = [request.query_params.get(name)]
+    if hasattr(request.data, "get"):
+        sent.append(request.data.get(name))
+    values = []
+    for raw in sent:
+        if raw is None or (isinstance(raw, str) and raw.strip() == ""):
+            continue
+        text = raw.strip().lower() if isinstance(raw, str) else None
+        if text in TRUE_VALUES:
+            values.append(True)
+        elif text in FALSE_VALUES:
+            values.append(False)
+        else:
+            raise RequestViolations(
+                [RuleViolation("invalid", f"{name} must be true or false, not {raw!r}", name)]
+            )
+    return values[0] if values else False
 
 
 # --- responses ----------------------------------------------------------------------------
