@@ -120,12 +120,13 @@ def test_bad_parameters_and_missing_file(seeded, analyst, client_for):
     response = client.post(IMPORTS, data="x", content_type="text/plain")
     assert response.status_code == 415
     # a form value is checked even when the query string gives the same parameter
-    with VALID_SMALL.open("rb") as upload:
-        response = client.post(
-            IMPORTS + "?replace=true", {"file": upload, "replace": "{}"}, format="multipart"
-        )
-    assert response.status_code == 400
-    assert response.json()["errors"][0]["path"] == "replace"
+    for value in ("{}", "0", "yes"):
+        with VALID_SMALL.open("rb") as upload:
+            response = client.post(
+                IMPORTS + "?replace=true", {"file": upload, "replace": value}, format="multipart"
+            )
+        assert response.status_code == 400
+        assert response.json()["errors"][0]["path"] == "replace"
     assert not ReproductionRun.objects.exists()
 
 

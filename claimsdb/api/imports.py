@@ -91,19 +91,20 @@ def _param(request: Request, name: str) -> str | None:
 
 
 def _flag(request: Request, name: str) -> bool:
-    """A true/false parameter, from the query string or the form; a value given in either
-    place must be true or false (the query string's wins when both are given)."""
-    sent = [request.query_params.get(name)]
+    """A true/false parameter, from the query string (``true``/``1``/``yes``/``on`` or their
+    opposites) or the form (``true`` or ``false``, the schema's booleans). A value given in
+    either place must be one of those; the query string's wins when both are given."""
+    sent = [(request.query_params.get(name), TRUE_VALUES, FALSE_VALUES)]
     if hasattr(request.data, "get"):
-        sent.append(request.data.get(name))
+        sent.append((request.data.get(name), {"true"}, {"false"}))
     values = []
-    for raw in sent:
+    for raw, true, false in sent:
         if raw is None or (isinstance(raw, str) and raw.strip() == ""):
             continue
         text = raw.strip().lower() if isinstance(raw, str) else None
-        if text in TRUE_VALUES:
+        if text in true:
             values.append(True)
-        elif text in FALSE_VALUES:
+        elif text in false:
             values.append(False)
         else:
             raise RequestViolations(
