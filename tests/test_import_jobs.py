@@ -149,6 +149,16 @@ def test_an_import_whose_worker_died_is_requeued_when_stuck(api):
     assert api.get(body["url"]).json()["outcome"] == "imported"
 
 
+def test_a_body_that_is_not_an_object_is_refused_at_once(api, spool):
+    response = api.post(
+        API + "?background=true", data=b"[null, null]", content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert all(e["code"].startswith("repro.") for e in response.json()["errors"])
+    assert not spool.exists() or list(spool.iterdir()) == []
+    assert not ImportReport.objects.filter(outcome="queued").exists()
+
+
 def test_a_viewer_cannot_queue_an_import(seeded, viewer, spool):
     client = APIClient()
     client.force_authenticate(viewer)

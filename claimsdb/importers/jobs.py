@@ -88,7 +88,9 @@ def import_enqueue(
 
     A user who may not import gets the importer's own refusal at once, nothing stored.
     """
-    if not has_role(user, IMPORT_ROLE):
+    if not has_role(user, IMPORT_ROLE) or not _opens_an_object(upload):
+        # refused at once, nothing stored: a user who may not import, or a body that is not
+        # a JSON object (the importer's parser says what is wrong with it)
         return ResultsImporter(user=user, dry_run=dry_run, replace=replace).import_file(
             upload, filename=filename
         )
@@ -130,6 +132,18 @@ def import_enqueue(
         )
         transaction.on_commit(lambda: run_import_job.enqueue(row.pk))
     return Report.from_row(row)
+
+
+def _opens_an_object(upload: BinaryIO) -> bool:
+    """Whether the file's first character (after white space) opens a JSON object, as every
+    results file does; read from its first 64 KiB, and the file rewound."""
+    try:
+        upload.seek(0)
+        head = upload.read(64 * 1024)
+        upload.seek(0)
+    except (AttributeError, OSError, ValueError):
+        return True  # cannot look ahead: the worker's parse will tell
+    return head.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] == b"{"
 
 
 def _store(upload: BinaryIO) -> tuple[Path, str, int]:
