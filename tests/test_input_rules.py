@@ -111,11 +111,11 @@ def test_the_attribution_form_marks_figures_a_rule_forbids(seeded, analyst):
     html = signed_in(analyst).get("/cases/CP22-003/attributions/edit/").content.decode()
     options = [line for line in html.split("<option") if f'value="{FIGURE}"' in line]
     assert options  # one per row of the form
-    assert all(f"forbidden for this case by {RULE}" in option for option in options)
+    assert all(f"barred by {RULE}" in option for option in options)
     # the figure's own case, and cases no rule names, see no mark
     for key in ("CP22-002",):
         other = signed_in(analyst).get(f"/cases/{key}/attributions/edit/").content.decode()
-        assert "forbidden for this case" not in other
+        assert "barred by" not in other
 
 
 def test_the_mark_follows_the_rule_status(seeded, reviewer, analyst):
@@ -123,7 +123,7 @@ def test_the_mark_follows_the_rule_status(seeded, reviewer, analyst):
     rule["status"] = "withdrawn"
     record_update(kind="rule", user=reviewer, key=RULE, document=rule, summary="s")
     html = signed_in(analyst).get("/cases/CP22-003/attributions/edit/").content.decode()
-    assert "forbidden for this case" not in html
+    assert "barred by" not in html
 
 
 def test_record_pages_stay_bounded_however_long_the_texts(seeded, reviewer, analyst):

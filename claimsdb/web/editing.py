@@ -18,6 +18,7 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.forms.formsets import BaseFormSet
+from django.forms.utils import ErrorDict
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.views import View
@@ -36,9 +37,13 @@ from claimsdb.records import (
 )
 from claimsdb.services import record_create, record_update
 
+from . import stash
 from .access import request_has_role
 from .diffs import document_changes
 from .forms import SaveForm
+
+ADD_ROW = "add_row"  # the "Add another row" button: its value names the list (formset prefix)
+ROWS_MAX = 200  # rows a list editor can grow to by "Add another row"
 
 
 @dataclass
@@ -185,6 +190,11 @@ class RecordEditView(View):
     def extra_context(self) -> dict[str, Any]:
         return {}
 
+    def resumed(self, data, parked: dict[str, Any]) -> str:
+        """Adjust form data coming back from a stash (``claimsdb/web/stash.py``); returns a
+        message for the analyst."""
+        return "Your input is back in the form; nothing has been saved yet."
+
     # --- the cycle -----------------------------------------------------------------------
     def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if not request.user.is_authenticated:
@@ -201,6 +211,8 @@ class RecordEditView(View):
         return super().dispatch(request, *args, **kwargs)
 
     def get(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if "resume" in request.GET:
+            return self.resume(request, request.GET["resume"])
         section = self.build_forms(None, self.document)
         save = SaveForm(
             initial={
@@ -212,6 +224,8 @@ class RecordEditView(View):
         return self.render_page(section, save)
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if ADD_ROW in request.POST:
+            return self.render_input(with_blank_row(request.POST, request.POST[ADD_ROW]))
         section = self.build_forms(request.POST, self.document)
         save = SaveForm(request.POST)
         if not (save.is_valid() and _all_valid(section)):
@@ -244,6 +258,24 @@ class RecordEditView(View):
                 request, f"Saved as revision {outcome.revision.number}: {outcome.revision.summary}"
             )
         return HttpResponseRedirect(self.success_url(outcome.document))
+
+    def render_input(self, data) -> HttpResponse:
+        """The page again with ``data`` in its forms and nothing checked or written: for
+        "Add another row" and for input coming back from a stash."""
+        section = self.build_forms(data, self.document)
+        return self.render_page(unchecked(section), unchecked(SaveForm(data)))
+
+    def resume(self, request: HttpRequest, token: str) -> HttpResponse:
+        """The form as it was when the analyst left it to create another record."""
+        parked = stash.take(request, token, path=request.path)
+        if parked is None:
+            messages.warning(
+                request,
+                "The form you left has expired or was already reopened; this is an empty one.",
+            )
+            return HttpResponseRedirect(request.path)
+        messages.info(request, self.resumed(parked["data"], parked))
+        return self.render_input(parked["data"])
 
     def call_service(self, document: dict[str, Any], save: dict[str, Any]):
         if self.mode == "create":
@@ -411,6 +443,33 @@ def merge_form_data(
 
 def bound_fields_by_name(section: dict[str, Any]) -> dict[str, tuple[forms.Form, str]]:
     return {bound.html_name: (form, bound.name) for form in _forms_of(section) for bound in form}
+
+
+def with_blank_row(data, prefix: str):
+    """Form data with one more (blank) row in the list ``prefix``, up to ``ROWS_MAX``."""
+    data = data.copy()
+    total = f"{prefix}-TOTAL_FORMS"
+    try:
+        count = int(data.get(total, ""))
+    except ValueError:
+        return data
+    data[total] = str(min(count + 1, ROWS_MAX))
+    return data
+
+
+def unchecked(item):
+    """Bound forms (or a section of them) shown with their input but without checking it: a
+    form re-shown for "Add another row" lists no errors for fields not yet filled in."""
+    if isinstance(item, dict):
+        for value in item.values():
+            unchecked(value)
+    elif isinstance(item, BaseFormSet):
+        item._errors, item._non_form_errors = [], item.error_class()
+        for form in item.forms:
+            unchecked(form)
+    else:
+        item._errors = ErrorDict()
+    return item
 
 
 def _all_valid(section: dict[str, Any]) -> bool:

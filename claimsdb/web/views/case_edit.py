@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import Http404, HttpResponseRedirect
 from django.urls import reverse
@@ -11,6 +12,7 @@ from django.utils import timezone
 from claimsdb import selectors
 from claimsdb.models import AssessmentMethod
 
+from .. import stash
 from ..editing import RecordEditView, ViolationPlacer, list_rows, row_data
 from ..forms import (
     AssessmentForm,
@@ -26,6 +28,7 @@ from ..forms import (
 )
 from ..presenters import cited_source_keys, number_text
 
+NEW_SOURCE = "new_source"  # the claim form's "Create a new source…" button (value: the row)
 CASE_FIELDS = ("title", "status", "summary", "scope_note", "basis", "limits", "account", "tags")
 
 
@@ -169,6 +172,32 @@ class ClaimEditView(RecordEditView):
 
     def success_url(self, document):
         return case_url(document["key"], "claims")
+
+    def post(self, request, *args, **kwargs):
+        if NEW_SOURCE in request.POST:
+            # nothing is saved: the input waits in the session while the source is created
+            token = stash.put(
+                request, path=request.path, data=request.POST, row=request.POST[NEW_SOURCE]
+            )
+            return HttpResponseRedirect(f"{reverse('source-new')}?{urlencode({'return': token})}")
+        return super().post(request, *args, **kwargs)
+
+    def resumed(self, data, parked):
+        source = parked.get("source")
+        if not source:
+            return "Back from the new-source page: no source was created; your input is kept."
+        count = data.get("evidence-TOTAL_FORMS", "")
+        total = int(count) if count.isdigit() else 0
+        row = parked.get("row", "")
+        if not (row.isdigit() and int(row) < total):
+            # asked from outside a row (or the row is gone): the source fills a new one
+            row = str(total)
+            data["evidence-TOTAL_FORMS"] = str(total + 1)
+        data[f"evidence-{row}-source"] = source
+        return (
+            f"Source {source} is chosen in evidence link {int(row) + 1}; the rest of your "
+            "input is as you left it. Nothing about the claim is saved yet."
+        )
 
 
 class ClaimsArrangeView(RecordEditView):
@@ -434,22 +463,22 @@ class AttributionsEditView(ListEditView):
     )
 
     def form_kwargs(self, document):
+        # two queries however many rules and figures: the rules naming this case, and the
+        # figures of the other cases (the choices)
         forbidden = selectors.forbidding_rules(document["key"])
-        return {
-            "figure_choices": [
-                (
-                    f.figure_id,
-                    f"{f.figure_id}: {number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}"
-                    # a rule forbids this one here: saying so before the save is refused
-                    + (
-                        f" — forbidden for this case by {forbidden[f.figure_id]}"
-                        if f.figure_id in forbidden
-                        else ""
-                    ),
-                )
-                for f in selectors.figures_of_other_cases(document["key"])
-            ]
-        }
+        options, self.barred = [], []
+        for f in selectors.figures_of_other_cases(document["key"]):
+            text = f"{f.figure_id}: {number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}"
+            rule = forbidden.get(f.figure_id)
+            if rule:
+                # said before the save is refused; options hold no links, the note above does
+                self.barred.append({"figure": f.figure_id, "text": text, "rule": rule})
+                text += f" — barred by {rule}"
+            options.append((f.figure_id, text))
+        return {"figure_choices": options}
+
+    def extra_context(self):
+        return {**super().extra_context(), "barred": getattr(self, "barred", [])}
 
 
 class RelationsEditView(ListEditView):

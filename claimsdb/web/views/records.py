@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
 from claimsdb import choices, public, selectors
 
+from .. import stash
 from ..access import VisibleRecord, reads_released, request_has_role, visible_document
 from ..editing import RecordEditView
 from ..forms import (
@@ -135,9 +137,36 @@ class SourceEditView(RecordEditView):
 
 
 class SourceCreateView(SourceEditView):
+    """/sources/new/. Opened from a form that needs the new source (``?return=<token>``, see
+    ``claimsdb/web/stash.py``), a save or a cancel leads back to that form."""
+
     mode = "create"
     page_title = "New source"
     default_summary = "New source"
+
+    def dispatch(self, request, *args, **kwargs):
+        self.return_token = request.GET.get("return", "")
+        self.parked = stash.peek(request, self.return_token)
+        return super().dispatch(request, *args, **kwargs)
+
+    def get(self, request, *args, **kwargs):
+        if self.return_token and self.parked is None and request.user.is_authenticated:
+            messages.warning(
+                request,
+                "The form you came from has expired or was already reopened: this source "
+                "will be saved on its own.",
+            )
+        return super().get(request, *args, **kwargs)
+
+    def success_url(self, document):
+        if self.parked is not None:
+            stash.note(self.request, self.return_token, source=document["key"])
+            return stash.resume_url(self.parked, self.return_token)
+        return super().success_url(document)
+
+    def extra_context(self):
+        back = stash.resume_url(self.parked, self.return_token) if self.parked else ""
+        return {"returns_to": back}
 
     def build_forms(self, data, document):
         return {"record": NewSourceForm(data, prefix="source")}
@@ -152,6 +181,8 @@ class SourceCreateView(SourceEditView):
         }
 
     def cancel_url(self):
+        if self.parked is not None:
+            return stash.resume_url(self.parked, self.return_token)
         return reverse("source-list")
 
 
