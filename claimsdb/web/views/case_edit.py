@@ -468,11 +468,12 @@ class AttributionsEditView(ListEditView):
         forbidden = selectors.forbidding_rules(document["key"])
         options, self.barred = [], []
         for f in selectors.figures_of_other_cases(document["key"]):
-            text = f"{f.figure_id}: {number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}"
+            described = f"{number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}"
+            text = f"{f.figure_id}: {described}"
             rule = forbidden.get(f.figure_id)
             if rule:
                 # said before the save is refused; options hold no links, the note above does
-                self.barred.append({"figure": f.figure_id, "text": text, "rule": rule})
+                self.barred.append({"figure": f.figure_id, "text": described, "rule": rule})
                 text += f" — barred by {rule}"
             options.append((f.figure_id, text))
         return {"figure_choices": options}
