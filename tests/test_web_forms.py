@@ -300,3 +300,11 @@ def test_rule_links_escape_the_rest_of_the_text():
     assert html == (
         '&lt;b&gt;x&lt;/b&gt; rule <a href="/rules/RULE-A-NOT-B/">RULE-A-NOT-B</a>: why &amp; how'
     )
+
+
+def test_a_viewer_can_neither_park_a_claim_form_nor_add_rows(seeded, viewer):
+    client = signed_in(viewer)
+    for button in ({"new_source": "0"}, {"add_row": "evidence"}):
+        response = client.post(NEW_CLAIM, {**TYPED, **button})
+        assert response.status_code == 403
+    assert stash.SESSION_KEY not in client.session

@@ -150,7 +150,7 @@ class SourceCreateView(SourceEditView):
         return super().dispatch(request, *args, **kwargs)
 
     def get(self, request, *args, **kwargs):
-        if self.return_token and self.parked is None and request.user.is_authenticated:
+        if self.return_token and self.parked is None:
             messages.warning(
                 request,
                 "The form you came from has expired or was already reopened: this source "
