@@ -308,3 +308,18 @@ def test_a_viewer_can_neither_park_a_claim_form_nor_add_rows(seeded, viewer):
         response = client.post(NEW_CLAIM, {**TYPED, **button})
         assert response.status_code == 403
     assert stash.SESSION_KEY not in client.session
+
+
+def test_adding_rows_stops_at_the_limit_without_dropping_any():
+    from django.http import QueryDict
+
+    from claimsdb.web.editing import ROWS_MAX, with_blank_row
+
+    def total(count: str) -> str:
+        return with_blank_row(QueryDict(f"rows-TOTAL_FORMS={count}"), "rows")["rows-TOTAL_FORMS"]
+
+    assert total("4") == "5"
+    assert total(str(ROWS_MAX - 1)) == str(ROWS_MAX)
+    assert total(str(ROWS_MAX)) == str(ROWS_MAX)
+    assert total(str(ROWS_MAX + 50)) == str(ROWS_MAX + 50)
+    assert total("x") == "x"

@@ -446,14 +446,13 @@ def bound_fields_by_name(section: dict[str, Any]) -> dict[str, tuple[forms.Form,
 
 
 def with_blank_row(data, prefix: str):
-    """Form data with one more (blank) row in the list ``prefix``, up to ``ROWS_MAX``."""
+    """Form data with one more (blank) row in the list ``prefix``, while it has fewer than
+    ``ROWS_MAX`` rows (a longer list keeps all its rows, with none added)."""
     data = data.copy()
     total = f"{prefix}-TOTAL_FORMS"
-    try:
-        count = int(data.get(total, ""))
-    except ValueError:
-        return data
-    data[total] = str(min(count + 1, ROWS_MAX))
+    count = data.get(total, "")
+    if count.isdigit() and int(count) < ROWS_MAX:
+        data[total] = str(int(count) + 1)
     return data
 
 
