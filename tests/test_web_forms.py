@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.db import connection
+from django.http import QueryDict
 from django.template import Context, Template
 from django.test.utils import CaptureQueriesContext
 
@@ -15,6 +16,7 @@ from claimsdb.models import Revision, Source
 from claimsdb.records import record_document
 from claimsdb.services import record_create
 from claimsdb.web import stash
+from claimsdb.web.editing import ROWS_MAX, with_blank_row
 
 from .conftest import new_case
 from .test_web_support import edit_form, field_block, revision_count, signed_in, text_of
@@ -311,10 +313,6 @@ def test_a_viewer_can_neither_park_a_claim_form_nor_add_rows(seeded, viewer):
 
 
 def test_adding_rows_stops_at_the_limit_without_dropping_any():
-    from django.http import QueryDict
-
-    from claimsdb.web.editing import ROWS_MAX, with_blank_row
-
     def total(count: str) -> str:
         return with_blank_row(QueryDict(f"rows-TOTAL_FORMS={count}"), "rows")["rows-TOTAL_FORMS"]
 
