@@ -213,7 +213,7 @@ def test_a_background_dry_run_keeps_its_file_for_import_now(seeded, analyst, spo
     row = ImportReport.objects.get(pk=queued.id)
     assert row.outcome == "would_import" and Path(row.stored_file).is_file()
 
-    report = jobs.import_dry_run(report_id=row.pk, user=analyst, summary="")
+    report = jobs.import_from_dry_run(report_id=row.pk, user=analyst, summary="")
 
     assert report.outcome == "imported"
 

@@ -23,7 +23,7 @@ What makes it safe to run, to crash and to run again:
 
 A dry run that would write keeps its file in the spool too (``keep_dry_run_file``), so the
 analyst who read its report can import the very bytes it checked without uploading them
-again (``import_dry_run``): once, with the dry run's options but for the summary.
+again (``import_from_dry_run``): once, with the dry run's options but for the summary.
 """
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ class ImportNowRefused(Exception):
 
 
 def keep_dry_run_file(report: Report, upload: BinaryIO, options: dict) -> None:
-    """Keep the file of a dry run that would write, for ``import_dry_run``.
+    """Keep the file of a dry run that would write, for ``import_from_dry_run``.
 
     Called after the dry run with the upload it read; the copy is kept only if it is the
     file the dry run checked (the same SHA-256)."""
@@ -308,7 +308,7 @@ def keep_dry_run_file(report: Report, upload: BinaryIO, options: dict) -> None:
     ImportReport.objects.filter(pk=report.id).update(stored_file=str(path), options=options)
 
 
-def import_dry_run(*, report_id: int, user: AbstractBaseUser, summary: str) -> Report:
+def import_from_dry_run(*, report_id: int, user: AbstractBaseUser, summary: str) -> Report:
     """Import the stored file of dry run ``report_id`` for real; return the new report.
 
     The same bytes (checked against the dry run's SHA-256) go through the same importer,
@@ -320,41 +320,20 @@ def import_dry_run(*, report_id: int, user: AbstractBaseUser, summary: str) -> R
     ``ImportNowRefused`` (nothing written, no report) when the file cannot be imported.
     """
     row = ImportReport.objects.get(pk=report_id)
-    usable_or_refuse(row)
+    require_importable_dry_run(row)
     path = row.stored_file
     # claim the file: of two requests at once, one imports it and the other is refused
     if not ImportReport.objects.filter(pk=row.pk, stored_file=path).update(stored_file=""):
         row.refresh_from_db()
-        usable_or_refuse(row)
+        require_importable_dry_run(row)
         raise ImportNowRefused(ALREADY_IMPORTED, "This dry run is being imported already.")
     options = {"replace": bool(row.options.get("replace")), "summary": (summary or "").strip()}
     try:
-        stream = open(path, "rb")  # noqa: SIM115 (closed below, after a possible refusal)
-    except OSError:
-        raise ImportNowRefused(FILE_GONE, _gone_message(row)) from None
-    try:
-        sha256 = _sha256(stream)
-        if sha256 != row.file_sha256:
-            raise ImportNowRefused(
-                FILE_MISMATCH,
-                f"The stored file no longer matches the one the dry run checked (sha256 "
-                f"{sha256[:12]}…, not {row.file_sha256[:12]}…); nothing was imported. "
-                "Upload the file again.",
-            )
-        if goes_to_background(stream_size(stream), asked=False):
-            report = import_enqueue(
-                user=user, upload=stream, filename=row.filename, dry_run=False, **options
-            )
-        else:
-            report = ResultsImporter(user=user, dry_run=False, **options).import_file(
-                stream, filename=row.filename
-            )
+        report = _import_stored(row, path, user=user, options=options)
     except BaseException:
         # nothing imported: the dry run stays as it was (its file, even a changed one, kept)
         ImportReport.objects.filter(pk=row.pk, stored_file="").update(stored_file=path)
         raise
-    finally:
-        stream.close()
     if report.id is not None:
         ImportReport.objects.filter(pk=report.id).update(
             options={**options, "from_dry_run": row.pk}
@@ -369,7 +348,33 @@ def import_dry_run(*, report_id: int, user: AbstractBaseUser, summary: str) -> R
     return report
 
 
-def usable_or_refuse(row: ImportReport) -> None:
+def _import_stored(
+    row: ImportReport, path: str, *, user: AbstractBaseUser, options: dict
+) -> Report:
+    """The import of a dry run's stored file, once its bytes are checked to be the same."""
+    try:
+        stream = open(path, "rb")
+    except OSError:
+        raise ImportNowRefused(FILE_GONE, _gone_message(row)) from None
+    with stream:
+        sha256 = _sha256(stream)
+        if sha256 != row.file_sha256:
+            raise ImportNowRefused(
+                FILE_MISMATCH,
+                f"The stored file no longer matches the one the dry run checked (sha256 "
+                f"{sha256[:12]}…, not {row.file_sha256[:12]}…); nothing was imported. "
+                "Upload the file again.",
+            )
+        if goes_to_background(stream_size(stream), asked=False):
+            return import_enqueue(
+                user=user, upload=stream, filename=row.filename, dry_run=False, **options
+            )
+        return ResultsImporter(user=user, dry_run=False, **options).import_file(
+            stream, filename=row.filename
+        )
+
+
+def require_importable_dry_run(row: ImportReport) -> None:
     """Refuse (``ImportNowRefused``) a report whose stored file cannot be imported now."""
     if not row.dry_run:
         raise ImportNowRefused(

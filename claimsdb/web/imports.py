@@ -6,7 +6,7 @@ report (``/imports/<id>/``): every attempt, dry runs and refusals included, has 
 
 A dry run that would write keeps its file: its report offers "Import it now"
 (``/imports/<id>/import/``), which imports those stored bytes with the same options
-(``jobs.import_dry_run``) and lands on the new import's report.
+(``jobs.import_from_dry_run``) and lands on the new import's report.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def import_now(request: HttpRequest, pk: int) -> HttpResponse:
     form = ImportNowForm(request.POST)
     if form.is_valid():
         try:
-            report = jobs.import_dry_run(
+            report = jobs.import_from_dry_run(
                 report_id=row.pk, user=request.user, summary=form.cleaned_data["summary"]
             )
         except jobs.ImportNowRefused as refusal:
@@ -151,7 +151,7 @@ def _detail(
     report = Report.from_row(row)
     options = row.options or {}
     try:
-        jobs.usable_or_refuse(row)
+        jobs.require_importable_dry_run(row)
         unusable = ""
     except jobs.ImportNowRefused as refusal:
         unusable = refusal.message
