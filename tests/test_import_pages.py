@@ -17,6 +17,12 @@ from claimsdb.web import repro
 from .repro_examples import EXAMPLES, FIXTURES, VALID_SMALL
 
 
+@pytest.fixture(autouse=True)
+def spool(settings, tmp_path):
+    """Dry runs keep their files: in a folder of the test's own."""
+    settings.IMPORT_SPOOL_DIR = str(tmp_path / "spool")
+
+
 def signed_in(user, **options) -> Client:
     client = Client(**options)
     client.force_login(user)

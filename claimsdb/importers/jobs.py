@@ -20,6 +20,10 @@ What makes it safe to run, to crash and to run again:
 * the same file queued again while a first copy waits is not queued twice (the pending
   report is returned), and importing a file already imported is a no-op, as it is for
   every import.
+
+A dry run that would write keeps its file in the spool too (``keep_dry_run_file``), so the
+analyst who read its report can import the very bytes it checked without uploading them
+again (``import_from_dry_run``): once, with the dry run's options but for the summary.
 """
 
 from __future__ import annotations
@@ -42,11 +46,21 @@ from django_tasks import task
 from claimsdb.models import ImportReport
 from claimsdb.services.permissions import has_role
 
-from .repro_results import FAILED, IMPORT_ROLE, QUEUED, RUNNING, Report, ResultsImporter
+from .repro_results import (
+    DRY,
+    FAILED,
+    IMPORT_ROLE,
+    QUEUED,
+    REFUSED,
+    RUNNING,
+    Report,
+    ResultsImporter,
+)
 
 logger = logging.getLogger("claimsdb.imports")
 
 PENDING = (QUEUED, RUNNING)
+WOULD_WRITE = frozenset(DRY.values())  # the outcomes of a dry run whose file can be imported
 _CHUNK = 1024 * 1024
 
 
@@ -224,6 +238,8 @@ def run_import_job(report_id: int) -> str:
             },
         )
         raise
+    if row.dry_run and report.outcome in WOULD_WRITE:
+        return f"import {report_id}: {report.outcome} (its file kept to be imported)"
     Path(row.stored_file).unlink(missing_ok=True)
     ImportReport.objects.filter(pk=report_id).update(stored_file="")
     return f"import {report_id}: {report.outcome}"
@@ -256,3 +272,144 @@ def import_requeue(
                 requeued.append(pk)
                 transaction.on_commit(lambda pk=pk: run_import_job.enqueue(pk))
     return requeued
+
+
+# --- importing a dry run's file ------------------------------------------------------------
+
+# Why a dry run's file cannot be imported (``ImportNowRefused.code``).
+NOT_A_DRY_RUN = "import.not_dry_run"
+NOTHING_TO_IMPORT = "import.dry_run_refused"
+ALREADY_IMPORTED = "import.already_imported"
+FILE_GONE = "import.file_gone"
+FILE_MISMATCH = "import.file_mismatch"
+
+
+class ImportNowRefused(Exception):
+    """The dry run's stored file cannot be imported; nothing was written."""
+
+    def __init__(self, code: str, message: str, *, imported_as: int | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.imported_as = imported_as
+
+
+def keep_dry_run_file(report: Report, upload: BinaryIO, options: dict) -> None:
+    """Keep the file of a dry run that would write, for ``import_from_dry_run``.
+
+    Called after the dry run with the upload it read; the copy is kept only if it is the
+    file the dry run checked (the same SHA-256)."""
+    if report.id is None or not report.dry_run or report.outcome not in WOULD_WRITE:
+        return
+    path, sha256, _size = _store(upload)
+    if sha256 != report.sha256:
+        path.unlink(missing_ok=True)
+        return
+    ImportReport.objects.filter(pk=report.id).update(stored_file=str(path), options=options)
+
+
+def import_from_dry_run(*, report_id: int, user: AbstractBaseUser, summary: str) -> Report:
+    """Import the stored file of dry run ``report_id`` for real; return the new report.
+
+    The same bytes (checked against the dry run's SHA-256) go through the same importer,
+    with the dry run's options but ``dry_run`` (and ``summary``, which the caller gives).
+    A file too large to import while a request waits is queued, as an upload would be.
+    The dry run is spent once an import from it did not refuse: its file is deleted and
+    ``options["imported_as"]`` names the new import. A refused import leaves it as it
+    was, so it can be tried again once the knowledge base allows it. Raises
+    ``ImportNowRefused`` (nothing written, no report) when the file cannot be imported.
+    """
+    row = ImportReport.objects.get(pk=report_id)
+    require_importable_dry_run(row)
+    path = row.stored_file
+    # claim the file: of two requests at once, one imports it and the other is refused
+    if not ImportReport.objects.filter(pk=row.pk, stored_file=path).update(stored_file=""):
+        row.refresh_from_db()
+        require_importable_dry_run(row)
+        raise ImportNowRefused(ALREADY_IMPORTED, "This dry run is being imported already.")
+    options = {"replace": bool(row.options.get("replace")), "summary": (summary or "").strip()}
+    try:
+        report = _import_stored(row, path, user=user, options=options)
+    except BaseException:
+        # nothing imported: the dry run stays as it was (its file, even a changed one, kept)
+        ImportReport.objects.filter(pk=row.pk, stored_file="").update(stored_file=path)
+        raise
+    if report.id is not None:
+        ImportReport.objects.filter(pk=report.id).update(
+            options={**options, "from_dry_run": row.pk}
+        )
+    if report.outcome == REFUSED:
+        ImportReport.objects.filter(pk=row.pk).update(stored_file=path)
+    else:
+        ImportReport.objects.filter(pk=row.pk).update(
+            options={**row.options, "imported_as": report.id}
+        )
+        Path(path).unlink(missing_ok=True)
+    return report
+
+
+def _import_stored(
+    row: ImportReport, path: str, *, user: AbstractBaseUser, options: dict
+) -> Report:
+    """The import of a dry run's stored file, once its bytes are checked to be the same."""
+    try:
+        stream = open(path, "rb")
+    except OSError:
+        raise ImportNowRefused(FILE_GONE, _gone_message(row)) from None
+    with stream:
+        sha256 = _sha256(stream)
+        if sha256 != row.file_sha256:
+            raise ImportNowRefused(
+                FILE_MISMATCH,
+                f"The stored file no longer matches the one the dry run checked (sha256 "
+                f"{sha256[:12]}…, not {row.file_sha256[:12]}…); nothing was imported. "
+                "Upload the file again.",
+            )
+        if goes_to_background(stream_size(stream), asked=False):
+            return import_enqueue(
+                user=user, upload=stream, filename=row.filename, dry_run=False, **options
+            )
+        return ResultsImporter(user=user, dry_run=False, **options).import_file(
+            stream, filename=row.filename
+        )
+
+
+def require_importable_dry_run(row: ImportReport) -> None:
+    """Refuse (``ImportNowRefused``) a report whose stored file cannot be imported now."""
+    if not row.dry_run:
+        raise ImportNowRefused(
+            NOT_A_DRY_RUN,
+            f"Import {row.pk} was not a dry run: there is nothing more to import from it.",
+        )
+    imported_as = (row.options or {}).get("imported_as")
+    if imported_as:
+        raise ImportNowRefused(
+            ALREADY_IMPORTED,
+            f"This dry run's file was already imported, as import {imported_as}; a dry run "
+            "is imported once.",
+            imported_as=imported_as,
+        )
+    if row.outcome not in WOULD_WRITE:
+        raise ImportNowRefused(
+            NOTHING_TO_IMPORT,
+            f"The dry run's outcome is “{row.outcome.replace('_', ' ')}”: it would not "
+            "import the file, so there is nothing to import.",
+        )
+    if not row.stored_file or not Path(row.stored_file).is_file():
+        raise ImportNowRefused(FILE_GONE, _gone_message(row))
+
+
+def _gone_message(row: ImportReport) -> str:
+    return (
+        f"The file this dry run checked ({row.filename}) is no longer stored; "
+        "upload it again to import it."
+    )
+
+
+def _sha256(stream: BinaryIO) -> str:
+    digest = hashlib.sha256()
+    stream.seek(0)
+    while chunk := stream.read(_CHUNK):
+        digest.update(chunk)
+    stream.seek(0)
+    return digest.hexdigest()

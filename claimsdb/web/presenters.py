@@ -17,6 +17,7 @@ from claimsdb import choices, public, selectors
 from claimsdb.models import AssessmentMethod, Release, Revision
 
 from .markdown import render_markdown
+from .repro import runs_by_claim
 
 LABELS: dict[str, dict[str, str]] = {
     "case_status": dict(choices.CaseStatus.choices),
@@ -281,9 +282,11 @@ def case_page(
         assessment_view(i, a, methods, sources, full_text_url=full_text_url)
         for i, a in enumerate(document["assessments"])
     ]
+    runs = runs_by_claim(document["reproduction_runs"])
     claims = [
         {
             **claim,
+            "runs": runs.get(claim["id"], []),
             "status_label": label("claim_status", claim["status"]),
             "basis_label": label("claim_basis", claim["basis"]),
             "origin_label": label("claim_origin", claim["origin"]),

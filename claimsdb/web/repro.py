@@ -102,6 +102,29 @@ def reproduction_sections(summaries: list[Any] | None) -> list[RunSection]:
     ]
 
 
+def run_anchor(index: int) -> str:
+    """The record page's anchor of the ``index``-th run summary of a case document."""
+    return f"run-{index + 1}"
+
+
+def run_anchors(summaries: list[Any] | None) -> dict[str, str]:
+    """run_id → its section's anchor on the record page (as ``reproduction_sections``)."""
+    runs = [s for s in summaries or [] if isinstance(s, dict)]
+    return {_text(s.get("run_id")): run_anchor(i) for i, s in enumerate(runs)}
+
+
+def runs_by_claim(summaries: list[Any] | None) -> dict[str, list[dict[str, str]]]:
+    """claim id → the runs that bear on it (the ``claims`` of their summaries), each as
+    ``{"run_id", "anchor"}`` in the order of the record page's sections; no queries."""
+    bearing: dict[str, list[dict[str, str]]] = {}
+    runs = [s for s in summaries or [] if isinstance(s, dict)]
+    for index, summary in enumerate(runs):
+        run = {"run_id": _text(summary.get("run_id")), "anchor": run_anchor(index)}
+        for claim in dict.fromkeys(c for c in _list(summary.get("claims")) if isinstance(c, str)):
+            bearing.setdefault(claim, []).append(run)
+    return bearing
+
+
 def run_section(summary: dict[str, Any], stored: dict[str, int] | None, index: int) -> RunSection:
     run_id = _text(summary.get("run_id"))
     harness = _mapping(summary.get("harness"))
@@ -111,7 +134,7 @@ def run_section(summary: dict[str, Any], stored: dict[str, int] | None, index: i
     finished = _timestamp(summary.get("finished_at"))
     stats = scenario_stats(summary, stored)
     groups = _groups(stats)
-    anchor = f"run-{index + 1}"
+    anchor = run_anchor(index)
     stored_rows = sum(s.stored_rows for s in stats)
     return RunSection(
         run_id=run_id,
