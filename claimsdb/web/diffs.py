@@ -116,8 +116,20 @@ VALUE_LABELS = {
     "run_id": "Run ID",
     "url": "URL",
 }
-# The fields that name an object come first; the rest keep the document's order.
-LEADING_FIELDS = ("id", "key", "case", "figure", "title", "statement", "kind", "text", "status")
+# The fields that name an object come first, the rest in alphabetical order (as the
+# canonical document has them), whichever way the document was built.
+LEADING_FIELDS = (
+    "id",
+    "key",
+    "case",
+    "figure",
+    "source",
+    "title",
+    "statement",
+    "kind",
+    "text",
+    "status",
+)
 
 
 def value_label(name: str) -> str:
@@ -147,7 +159,7 @@ def shown_value(value: Any) -> ShownValue:
         return ShownValue(text="(none)")
     if isinstance(value, dict):
         names = [n for n in LEADING_FIELDS if n in value]
-        names += [n for n in value if n not in names]
+        names += sorted(n for n in value if n not in names)
         return ShownValue(fields=[(value_label(n), shown_value(value[n])) for n in names])
     if isinstance(value, list):
         return ShownValue(items=[shown_value(item) for item in value])
@@ -168,7 +180,12 @@ class ChangeRow:
 def change_rows(changes: list[Change]) -> list[ChangeRow]:
     rows = []
     for change in changes:
-        both_text = isinstance(change.old, str) and isinstance(change.new, str)
+        # word marks help in prose; one word replaced by another reads better as old → new
+        both_text = (
+            isinstance(change.old, str)
+            and isinstance(change.new, str)
+            and any(len(side.split()) > 1 for side in (change.old, change.new))
+        )
         rows.append(
             ChangeRow(
                 path=change.path,
