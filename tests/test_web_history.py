@@ -384,3 +384,36 @@ def test_conflict_then_edit_form_keeps_working(seeded, analyst):
     client = signed_in(analyst)
     html = client.get(f"/cases/{CASE}/edit/").content.decode()
     assert edit_form(html).data()["base_revision"] == [str(numbers()[-1])]
+
+
+def test_revert_effects_in_words():
+    from claimsdb.records import diff
+    from claimsdb.web.diffs import change_rows, revert_effects
+
+    now = {
+        "status": "ready",
+        "claims": [{"id": "CLM-A", "status": "withdrawn"}, {"id": "CLM-B", "status": "supported"}],
+        "figures": [{"id": "FIG-X"}],
+        "assessments": [{"values": {"setting": "production"}}],
+        "controls": [],
+    }
+    then = {
+        "status": "in_review",
+        "claims": [{"id": "CLM-A", "status": "supported"}, {"id": "CLM-C", "status": "disputed"}],
+        "figures": [],
+        "assessments": [{"values": {"setting": "lab"}}],
+        "controls": [{"kind": "mitigation", "text": "Drain"}, {"kind": "mitigation", "text": "B"}],
+    }
+    assert revert_effects("case", now, then) == [
+        "This revert moves the case from ready back to in review.",
+        "It removes 1 claim: CLM-B.",
+        "It restores 1 claim: CLM-C.",
+        "It removes 1 figure: FIG-X.",
+        "It moves claim CLM-A from withdrawn back to supported.",
+        "It restores 2 controls.",
+        "It changes the current assessment back to what it was.",
+    ]
+    assert revert_effects("case", now, now) == []
+    (status,) = [r for r in change_rows(diff(now, then)) if r.path == "status"]
+    assert status.inline is None  # one word for another: old → new, not word marks
+    assert (status.old.text, status.new.text) == ("ready", "in_review")

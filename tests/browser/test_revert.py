@@ -21,6 +21,11 @@ def edit_status(page, base: str, status: str, summary: str) -> None:
     page.wait_for_url(f"{base}/cases/{CASE}/")
 
 
+def change_row(page, op: str, path: str):
+    """The row of a diff table for one changed field path."""
+    return page.locator(f"tr.op-{op}", has=page.locator(f"code.path:text-is('{path}')"))
+
+
 def latest_number() -> int:
     return Revision.objects.filter(record_key=CASE).latest("number").number
 
@@ -56,7 +61,7 @@ def test_reviewer_previews_a_revert_in_words_then_confirms_it(seeded_site, new_p
     assert page.input_value("#id_summary") == f"Revert to revision {draft}"
     assert page.is_checked("#id_material")
     # the claim that goes is shown as its fields, its evidence link as a row of its own
-    removed = page.locator("tr.op-removed", has=page.locator(f"code:text-is('claims[{NEW_CLAIM}]')"))
+    removed = change_row(page, "removed", f"claims[{NEW_CLAIM}]")
     assert "Deferred release closes the window for NIXL." in removed.inner_text()
     assert "PR description" in removed.inner_text()
     assert "{" not in removed.inner_text()
@@ -97,7 +102,7 @@ def test_diff_shows_an_added_claim_as_a_field_table(seeded_site, new_page):
     page.wait_for_url(re.compile(rf"/cases/{CASE}/#claims$"))
     page.goto(f"{seeded_site}/cases/{CASE}/history/")
     page.get_by_role("link", name=f"Changes from revision {before}").click()
-    added = page.locator("tr.op-added", has=page.locator(f"code:text-is('claims[{NEW_CLAIM}]')"))
+    added = change_row(page, "added", f"claims[{NEW_CLAIM}]")
     fields = added.locator(".value-fields").first
     row = fields.locator("tr", has=page.locator("th:text-is('Statement')"))
     assert row.locator("td").inner_text() == "Deferred release closes the window for NIXL."
