@@ -417,3 +417,31 @@ def test_revert_effects_in_words():
     (status,) = [r for r in change_rows(diff(now, then)) if r.path == "status"]
     assert status.inline is None  # one word for another: old → new, not word marks
     assert (status.old.text, status.new.text) == ("ready", "in_review")
+
+
+def test_source_revert_is_previewed_and_confirmed(seeded, analyst, reviewer):
+    from tests.test_web_editing import submit
+
+    key = "SRC-SGLANG-PR-35049"
+    submit(
+        signed_in(analyst),
+        f"/sources/{key}/edit/",
+        {"source-title": "sgl-project/sglang #35049: deferred release", "summary": "Shorter"},
+    )
+    first, _second = numbers("source", key)
+    client = signed_in(reviewer)
+    page = client.get(f"/sources/{key}/revisions/{first}/").content.decode()
+    assert f'href="/sources/{key}/revisions/{first}/revert/"' in page
+    html = client.get(f"/sources/{key}/revisions/{first}/revert/").content.decode()
+    assert "<ins>" in html and "It changes the title back to" in text_of(html)
+    form = revert_form(html)
+    assert client.post(form.action, form.data()).status_code == 302
+    assert Revision.objects.order_by("-number").first().summary == f"Revert to revision {first}"
+    assert record_document("source", key)["title"].endswith("until outstanding transfers finish")
+
+
+def test_method_revert_preview_opens_for_a_key_with_a_slash(seeded, reviewer):
+    (number,) = numbers("method", "diggingbeagle.assessment/1")
+    url = f"/methods/diggingbeagle.assessment/1/revisions/{number}/revert/"
+    html = signed_in(reviewer).get(url).content.decode()
+    assert "a revert would change nothing" in text_of(html)
