@@ -68,6 +68,12 @@ def test_reviewer_previews_a_revert_in_words_then_confirms_it(seeded_site, new_p
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     page.screenshot(path=str(artifact("revert-preview.png")), full_page=True)
     assert latest_number() == added  # nothing written by looking
+    phone = new_page(width=390, javascript=False)
+    sign_in(phone, seeded_site, "reviewer")
+    phone.goto(page.url)
+    assert "from ready back to draft" in phone.locator(".revert-effects").inner_text()
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    phone.screenshot(path=str(artifact("revert-preview-phone.png")), full_page=True)
 
     page.fill("#id_summary", "Not ready: the NIXL claim needs a second source")
     page.get_by_role("button", name=f"Revert to revision {draft}").click()
