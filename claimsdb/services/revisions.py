@@ -34,9 +34,7 @@ def revision_revert(
         return _revert(user, number, summary, material, expected_revision)
 
 
-def revert_document(
-    revision: Revision, current: dict[str, Any] | None
-) -> dict[str, Any]:
+def revert_document(revision: Revision, current: dict[str, Any] | None) -> dict[str, Any]:
     """The document a revert to ``revision`` writes over ``current`` (the record now).
 
     Reading only: the revert page shows this to the reviewer before anything is written,
