@@ -78,6 +78,12 @@ def test_record_page_queries_do_not_grow_with_claims_and_links(seeded, reviewer,
     assert count(client, f"/cases/SMALL-1/diff/{small_numbers[0]}/{small_numbers[1]}/") == count(
         client, f"/cases/BIG-1/diff/{big_numbers[0]}/{big_numbers[1]}/"
     )
+    # the revert preview reads the record now and the revision: as many queries either way
+    reviewing = signed_in(reviewer)
+    reviewing.get("/")
+    small = count(reviewing, f"/cases/SMALL-1/revisions/{small_numbers[0]}/revert/")
+    big = count(reviewing, f"/cases/BIG-1/revisions/{big_numbers[0]}/revert/")
+    assert small == big, ("revert preview", small, big)
     # and the number is small
     assert count(client, "/cases/BIG-1/") <= 30
 

@@ -191,6 +191,7 @@ def pages(numbers: list[int]) -> list[str]:
         f"/cases/{CASE}/revisions/{last}/",
         f"/cases/{CASE}/revisions/{first}/",
         f"/cases/{CASE}/diff/{first}/{last}/",
+        f"/cases/{CASE}/revisions/{first}/revert/",
         f"/cases/{CASE}/history/",
         "/?q=alert",
         "/?q=<script>",

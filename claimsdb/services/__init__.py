@@ -20,7 +20,7 @@ from .records import (
     source_update,
     source_withdraw,
 )
-from .revisions import revision_revert
+from .revisions import revert_document, revision_revert
 from .writer import RecordWrite, WriteOutcome, write_records
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "record_create",
     "record_update",
     "record_withdraw",
+    "revert_document",
     "revision_revert",
     "rule_create",
     "rule_update",

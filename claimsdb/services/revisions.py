@@ -34,14 +34,24 @@ def revision_revert(
         return _revert(user, number, summary, material, expected_revision)
 
 
+def revert_document(revision: Revision, current: dict[str, Any] | None) -> dict[str, Any]:
+    """The document a revert to ``revision`` writes over ``current`` (the record now).
+
+    Reading only: the revert page shows this to the reviewer before anything is written,
+    and ``revision_revert`` writes the very same document.
+    """
+    document = json.loads(revision.snapshot)
+    if current is not None and revision.record_kind == "case":
+        document["reproduction_runs"] = current["reproduction_runs"]
+    return document
+
+
 def _revert(user, number: int, summary: str, material: bool, expected_revision: Any):
     revision = Revision.objects.filter(number=number).first()
     if revision is None:
         raise RecordNotFound("revision", str(number))
-    document = json.loads(revision.snapshot)
     current = record_document(revision.record_kind, revision.record_key)
-    if current is not None and revision.record_kind == "case":
-        document["reproduction_runs"] = current["reproduction_runs"]
+    document = revert_document(revision, current)
     checked = expected_revision is not ANY_REVISION
     (outcome,) = write_records(
         user=user,

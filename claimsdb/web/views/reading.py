@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
 from claimsdb import choices, public, selectors
 from claimsdb.citation import citation_block
-from claimsdb.records import dumps_pretty, loads
-from claimsdb.services import revision_revert
+from claimsdb.records import (
+    RuleViolations,
+    StaleRevision,
+    dumps_pretty,
+    loads,
+    record_document,
+)
+from claimsdb.services import revert_document, revision_revert
 
 from ..access import (
     SignInRequired,
@@ -22,7 +29,7 @@ from ..access import (
     visible_document,
     visible_revision,
 )
-from ..diffs import document_changes
+from ..diffs import document_changes, revert_effects
 from ..editing import simple_service_call
 from ..forms import RevertForm
 from ..pagination import paginate
@@ -135,6 +142,9 @@ def record_history(request: HttpRequest, key: str, kind: str = "case") -> HttpRe
             "entries": entries,
             # the compare form takes any two numbers; it starts on the page's newest two
             "compare": [entry["revision"].number for entry in entries[:2]],
+            "can_review": request_has_role(request, "reviewer"),
+            # newest first: the latest revision, if this page shows it, needs no revert link
+            "latest": shown[0].number if shown and pages.number == 1 else None,
         },
     )
 
@@ -165,25 +175,12 @@ def record_revision(request: HttpRequest, key: str, number: int, kind: str = "ca
     not_modified = public.released_not_modified(request, number)
     if not_modified is not None:
         return not_modified
-    revert_form = (
-        None if visible.released else RevertForm(initial=_revert_initial(kind, key, number))
-    )
-    response = _render_revision(request, kind, key, visible, revert_form)
+    response = _render_revision(request, kind, key, visible)
     public.immutable_headers(response, number, request=request)
     return response
 
 
-def _revert_initial(kind: str, key: str, number: int) -> dict:
-    return {
-        "summary": f"Revert to revision {number}",
-        "material": True,
-        "base_revision": selectors.latest_revision_number(kind, key),
-    }
-
-
-def _render_revision(
-    request, kind, key, visible: VisibleRevision, revert_form, *, violations=(), status=200
-):
+def _render_revision(request, kind, key, visible: VisibleRevision):
     revision = visible.revision
     document = loads(revision.snapshot)
     context = {
@@ -196,11 +193,10 @@ def _render_revision(
         # for the public, a page that never changes: nothing about later revisions
         "latest": None if visible.released else selectors.latest_revision_number(kind, key),
         "document": document,
-        "revert_form": revert_form,
-        "violations": violations,
         "can_review": request_has_role(request, "reviewer"),
         "record_url": record_url(kind, key),
         "history_url": record_url(kind, key, "history"),
+        "revert_url": record_url(kind, key, "revert", revision.number),
     }
     if kind == "case":
         context["page"] = case_page(
@@ -211,9 +207,9 @@ def _render_revision(
             released=visible.released,
             release=visible.release,
         )
-        return render(request, "cases/revision.html", context, status=status)
+        return render(request, "cases/revision.html", context)
     context["fields"] = _record_fields(kind, document)
-    return render(request, "records/revision.html", context, status=status)
+    return render(request, "records/revision.html", context)
 
 
 def _record_fields(kind: str, document: dict) -> list[tuple[str, str]]:
@@ -255,22 +251,36 @@ def _record_fields(kind: str, document: dict) -> list[tuple[str, str]]:
 
 
 def revision_revert_view(request: HttpRequest, key: str, number: int, kind: str = "case"):
-    """POST (reviewers): restore the record as it was at revision ``number``, as a new
-    ``revert`` revision through the same rules."""
+    """The revert page (reviewers). GET shows what a revert to revision ``number`` would
+    change, from the record as it is now, with a form to confirm; POST writes it, as a new
+    ``revert`` revision through the same rules. The form carries the revision the preview
+    was made from: if the record changed since, nothing is written and the page shows the
+    revert again from the new state."""
     if not request.user.is_authenticated:
         raise SignInRequired
     if not request_has_role(request, "reviewer"):
         raise PermissionDenied("reverting needs the reviewer role")
-    if request.method != "POST":
-        return HttpResponseRedirect(record_url(kind, key, "revision", number))
     visible = visible_revision(request, kind, key, number)
+    if request.method != "POST":
+        return _render_revert(request, kind, key, visible)
     form = RevertForm(request.POST)
     if not form.is_valid():
-        return _render_revision(request, kind, key, visible, form, status=400)
+        return _render_revert(request, kind, key, visible, data=request.POST, status=400)
 
-    def refused(error):
-        return _render_revision(
-            request, kind, key, visible, form, violations=error.violations, status=409
+    def refused(error: RuleViolations):
+        if isinstance(error, StaleRevision):
+            return _render_revert(
+                request,
+                kind,
+                key,
+                visible,
+                data=request.POST,
+                stale=error,
+                stale_from=form.cleaned_data["base_revision"],
+                status=409,
+            )
+        return _render_revert(
+            request, kind, key, visible, data=request.POST, violations=error.violations, status=422
         )
 
     result = simple_service_call(
@@ -286,8 +296,6 @@ def revision_revert_view(request: HttpRequest, key: str, number: int, kind: str 
     )
     if isinstance(result, HttpResponse):
         return result
-    from django.contrib import messages
-
     if result.revision is None:
         messages.info(request, f"The record already reads as revision {number}: nothing changed.")
     else:
@@ -295,6 +303,74 @@ def revision_revert_view(request: HttpRequest, key: str, number: int, kind: str 
             request, f"Reverted to revision {number} as revision {result.revision.number}."
         )
     return HttpResponseRedirect(record_url(kind, key))
+
+
+def _render_revert(
+    request: HttpRequest,
+    kind: str,
+    key: str,
+    visible: VisibleRevision,
+    *,
+    data=None,
+    stale: StaleRevision | None = None,
+    stale_from: int | None = None,
+    violations=(),
+    status: int = 200,
+) -> HttpResponse:
+    """The revert preview: the record now → the record the revert writes (the document
+    ``revision_revert`` builds), in words at the top and field by field below."""
+    # the number first: if a save lands between the two reads, the form's base is the
+    # older one and confirming is refused as stale rather than reverting unseen changes
+    current_number = selectors.latest_revision_number(kind, key)
+    current = record_document(kind, key)
+    if current is None or current_number is None:
+        raise Http404(f"no {kind} {key}")
+    revision = visible.revision
+    result = revert_document(revision, current)
+    if data is None:
+        form = RevertForm(
+            initial={
+                "summary": f"Revert to revision {revision.number}",
+                "material": True,
+                "base_revision": current_number,
+            }
+        )
+    else:
+        if stale is not None:
+            # the page now previews from the new state; confirming again reverts that
+            data = data.copy()
+            data["base_revision"] = str(current_number)
+        form = RevertForm(data)
+    stale_rows = []
+    if stale is not None and stale_from is not None:
+        seen = selectors.record_revision(kind, key, stale_from)
+        if seen is not None:
+            stale_rows = document_changes(loads(seen.snapshot), current)
+    rows = document_changes(current, result)
+    kind_label = RECORD_LABELS[kind]
+    return render(
+        request,
+        "records/revert.html",
+        {
+            "kind": kind,
+            "kind_label": kind_label,
+            "key": key,
+            "revision": revision,
+            "current": selectors.record_revision(kind, key, current_number),
+            "effects": revert_effects(kind_label, current, result),
+            "rows": rows,
+            "form": form,
+            "stale": stale,
+            "stale_from": stale_from,
+            "stale_rows": stale_rows,
+            "violations": violations,
+            "record_url": record_url(kind, key),
+            "history_url": record_url(kind, key, "history"),
+            "revision_url": record_url(kind, key, "revision", revision.number),
+            "revert_url": record_url(kind, key, "revert", revision.number),
+        },
+        status=status,
+    )
 
 
 revision_revert_page = reader_page(revision_revert_view)
