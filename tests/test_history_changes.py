@@ -185,3 +185,19 @@ def test_history_pages_run_a_fixed_number_of_queries(seeded, analyst, reviewer, 
         release_publish(user=reviewer, notes=f"{n + 2}")
     many = [count(reader, u) for u in urls] + [count(client, u) for u in urls]
     assert few == many
+
+
+def test_record_pages_and_recent_revisions_name_the_changed_fields(seeded, analyst, viewer):
+    from claimsdb.services import source_update
+
+    key = "SRC-SGLANG-KV-TRANSFER-SAFETY"
+    document = record_document("source", key)
+    document["title"] += " (retitled)"
+    source_update(user=analyst, key=key, document=document, summary="Retitle the source")
+    reader = signed_in(viewer)
+    page = text_of(reader.get(f"/sources/{key}/").content.decode())
+    number = latest("source", key).number
+    assert f"Revision {number} · update · Retitle the source · by analyst Changed: title" in page
+    assert "record dated Oct 28, 2026" in page  # its creation, loaded from the seed
+    home = text_of(reader.get("/").content.decode())
+    assert "Retitle the source Changed: title" in home

@@ -259,13 +259,17 @@ def material_history_rows(
     ]
 
 
-def revision_rows(kind: str, key: str, revisions: list[Revision], older: Revision | None):
+def revision_rows(
+    kind: str, key: str, revisions: list[Revision], older: Revision | None, *, full: bool = True
+):
     """A page of a record's revisions (newest first, with their authors) for
-    ``records/_history_line.html``, each with a link to what it changed from the revision
-    before it (``older``: the one before the page's oldest)."""
+    ``records/_history_line.html``; on the ``full`` history, each with its snapshot's hash
+    and a link to what it changed from the revision before it (``older``: the one before
+    the page's oldest)."""
     rows = []
     for i, revision in enumerate(revisions):
         previous = revisions[i + 1] if i + 1 < len(revisions) else older
+        previous = previous if full else None
         rows.append(
             {
                 "revision": revision.number,
@@ -282,7 +286,7 @@ def revision_rows(kind: str, key: str, revisions: list[Revision], older: Revisio
                 if previous
                 else "",
                 "diff_label": f"Changes from revision {previous.number}" if previous else "",
-                "hash": revision.snapshot_sha256,
+                "hash": revision.snapshot_sha256 if full else "",
             }
         )
     return rows
