@@ -429,9 +429,11 @@ def release_of_revision(kind: str, key: str, number: int) -> Release | None:
 
 def material_history(kind: str, key: str, *, public: bool) -> list[dict[str, Any]]:
     """A record's material revisions, newest first, each with the release that made it
-    public: ``{"date", "created_at", "action", "material", "revision", "release",
-    "change", "published", "release_label"}`` (``release_label``: "new in release 12",
-    "updated in release 13", "withdrawn in release 14" or "not yet released").
+    public: ``{"date", "created_at", "dated_on", "action", "material", "summary", "author",
+    "changed", "revision", "release", "release_date", "change", "published",
+    "release_label"}`` (``release_label``: "new in release 12", "updated in release 13",
+    "withdrawn in release 14" or "not yet released"; ``release_date`` when it was published;
+    ``dated_on`` and ``changed`` as the revision stores them).
 
     A revision counts as released by the first release publishing it or a later revision
     of the record (an intermediate revision's change became public with the later one).
@@ -443,32 +445,43 @@ def material_history(kind: str, key: str, *, public: bool) -> list[dict[str, Any
     entries = list(
         ReleaseEntry.objects.filter(record_kind=kind, record_key=key)
         .order_by("release__number")
-        .values_list("release__number", "revision__number", "change")
+        .values_list("release__number", "revision__number", "change", "release__published_at")
     )
-    published = {number for _, number, _ in entries}
+    published = {number for _, number, _, _ in entries}
     revisions = (
         Revision.objects.filter(record_kind=kind, record_key=key, material=True)
         .order_by("-number")
-        .values_list("number", "action", "created_at")
+        .values_list(
+            "number", "action", "created_at", "dated_on", "summary", "author__username", "changed"
+        )
     )
     if public:
         if not entries:
             return []
         revisions = revisions.filter(number__lte=entries[-1][1])
     history = []
-    for number, action, created_at in revisions:
-        release, change = next(
-            ((r, c) for r, n, c in entries if n >= number and c != ReleaseChange.UNCHANGED),
-            (None, None),
+    for number, action, created_at, dated_on, summary, author, changed in revisions:
+        release, change, published_at = next(
+            (
+                (r, c, at)
+                for r, n, c, at in entries
+                if n >= number and c != ReleaseChange.UNCHANGED
+            ),
+            (None, None, None),
         )
         history.append(
             {
                 "date": created_at.astimezone(dt.UTC).date(),
                 "created_at": created_at,
+                "dated_on": dated_on,
                 "action": action,
                 "material": True,
+                "summary": summary,
+                "author": author,
+                "changed": changed,
                 "revision": number,
                 "release": release,
+                "release_date": published_at.astimezone(dt.UTC).date() if published_at else None,
                 "change": change,
                 "published": number in published,
                 "release_label": f"{CHANGE_VERBS[change]} {release}" if release else NOT_RELEASED,

@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from claimsdb import public
-from claimsdb.models import Revision
+from claimsdb.models import Release, Revision
 from claimsdb.records import record_document
 from claimsdb.services import (
     case_update,
@@ -409,30 +409,56 @@ def two_releases(seeded, analyst, reviewer):
     return created, intermediate, updated, unreleased
 
 
+def history_section(html: str) -> str:
+    return html.split('id="history"', 1)[1].split("</section>\n</article>", 1)[0]
+
+
 def history_lines(html: str) -> list[str]:
-    section = html.split('id="history"', 1)[1].split("</ul>", 1)[0]
-    return [re.sub(r"<[^>]+>", "", item).strip() for item in section.split("<li>")[1:]]
+    items = history_section(html).split('<li class="revision-line">')[1:]
+    return [
+        " ".join(re.sub(r"<[^>]+>", " ", item.split("</li>", 1)[0]).split()) for item in items
+    ]
+
+
+def release_headings(html: str) -> list[str]:
+    headings = re.findall(r'<h\d class="release-heading">(.*?)</h\d>', html, re.S)
+    return [" ".join(re.sub(r"<[^>]+>", " ", h).split()) for h in headings]
 
 
 def test_record_page_lists_material_revisions_with_their_release(two_releases, client, viewer):
     created, intermediate, updated, unreleased = two_releases
     html = client.get(f"/cases/{CASE}/").content.decode()
     lines = history_lines(html)
-    assert [line.split(" · ", 1)[1] for line in lines] == [
-        f"Canonical change recorded · updated in release 2 · revision {updated}",
-        f"Canonical change recorded · updated in release 2 · revision {intermediate}",
-        f"Canonical change recorded (create) · new in release 1 · revision {created}",
+    # what each revision changed, under the release that made it public; no author
+    assert [line.split(" recorded ", 1)[0] for line in lines] == [
+        f"Revision {updated} · update · Draft edit Changed: title",
+        f"Revision {intermediate} · update · Draft edit Changed: title",
+        f"Revision {created} · create · Seed",
     ]
-    assert re.match(r"[A-Z][a-z]{2} \d{1,2}, \d{4} · ", lines[0])
+    assert "Canonical change recorded" not in html
+    assert re.search(r"recorded [A-Z][a-z]{2} \d{1,2}, \d{4}$", lines[0])
+    assert lines[2].endswith("· record dated Oct 28, 2026")  # the seed's own date
+    published = {r.number: r.published_at.strftime("%b %-d, %Y") for r in Release.objects.all()}
+    assert release_headings(history_section(html)) == [
+        f"Release 2 · published {published[2]}",
+        f"Release 1 · published {published[1]}",
+    ]
+    section = history_section(html)
+    assert section.index("Release 2") < section.index(f"Revision {intermediate}")
+    assert section.index(f"Revision {intermediate}") < section.index("Release 1")
+    assert 'href="/releases/2/"' in section and 'href="/releases/1/"' in section
     # only the published revisions are linked
     assert f'href="/cases/{CASE}/revisions/{updated}/"' in html
     assert f'href="/cases/{CASE}/revisions/{created}/"' in html
     assert f'href="/cases/{CASE}/revisions/{intermediate}/"' not in html
-    assert f"revision {unreleased}" not in html
+    assert f"Revision {unreleased}" not in html
     assert client.get(f"/cases/{CASE}/revisions/{intermediate}/").status_code == 404
 
     viewer_html = signed_in(viewer).get(f"/cases/{CASE}/").content.decode()
-    assert history_lines(viewer_html)[0].endswith(f"· not yet released · revision {unreleased}")
+    first = history_lines(viewer_html)[0]
+    assert first.startswith(f"Revision {unreleased} · update · Draft edit · by analyst")
+    assert first.endswith("· not yet released")
+    assert "· updated in release 2" in history_lines(viewer_html)[1]
     assert f'href="/cases/{CASE}/revisions/{intermediate}/"' in viewer_html
 
 

@@ -70,8 +70,8 @@ def test_record_page_lists_only_material_revisions(edited, viewer):
     first, second, third = edited
     html = signed_in(viewer).get(f"/cases/{CASE}/").content.decode()
     history = html.split('id="history"', 1)[1]
-    assert f"revision {first}" in history and f"revision {second}" in history
-    assert f"revision {third}" not in history
+    assert f"Revision {first}" in history and f"Revision {second}" in history
+    assert f"Revision {third}" not in history
 
 
 def test_a_revision_is_shown_as_it_was(edited, viewer):

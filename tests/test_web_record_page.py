@@ -86,7 +86,10 @@ def test_record_page_states_what_the_seed_page_states(seeded, viewer):
     assert "Cite this record" in sources
     # material revision history
     number = Revision.objects.get(record_kind="case", record_key="CP22-003").number
-    assert f"· Canonical change recorded (create) · not yet released · revision {number}" in text
+    assert f"Revision {number} · create · Seed · by reviewer recorded " in text
+    # loaded from the seed: the record keeps its own date (its assessment's) beside today's
+    assert "· record dated Oct 28, 2026 · not yet released" in text
+    assert "Canonical change recorded" not in text
 
 
 def test_markdown_fields_are_rendered(seeded, reviewer):

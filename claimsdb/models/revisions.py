@@ -29,6 +29,19 @@ class Revision(models.Model):
     snapshot_sha256 = models.CharField(max_length=64)
     previous_hash = models.CharField(max_length=64)
     chain_hash = models.CharField(max_length=64, unique=True)
+    # Read from the snapshots, for the history pages (docs/architecture.md, "The ledger");
+    # not hashed: both follow from the chain's snapshots.
+    changed = models.JSONField(
+        default=list,
+        help_text="the fields changed since the record's previous revision "
+        "(records.changed_fields); empty for its first",
+    )
+    dated_on = models.DateField(
+        null=True,
+        blank=True,
+        help_text="the date the document gives its own record (records.record_date), for a "
+        "revision that brought the document in: a creation or a bundle load",
+    )
 
     class Meta:
         ordering = ["number"]

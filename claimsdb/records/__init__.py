@@ -1,7 +1,7 @@
 """The canonical record documents of docs/record-format.md."""
 
 from .canonical import dumps_compact, dumps_pretty, iter_pretty_bundle, sha256_text
-from .diff import Change, diff
+from .diff import Change, changed_fields, diff, record_date
 from .documents import (
     bundle_document,
     case_document,
@@ -34,6 +34,7 @@ __all__ = [
     "bundle_document",
     "case_document",
     "case_queryset",
+    "changed_fields",
     "diff",
     "dumps_compact",
     "dumps_pretty",
@@ -42,6 +43,7 @@ __all__ = [
     "method_document",
     "parse_bundle",
     "parse_document",
+    "record_date",
     "record_document",
     "rule_document",
     "sha256_text",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,3 +91,45 @@ def _diff_positional(old: list, new: list, path: str, changes: list[Change]) -> 
             changes.append(Change(sub, "removed", old[index], None))
         else:
             _diff_value(old[index], new[index], sub, changes)
+
+
+# --- what a revision changed, in short (docs/architecture.md, "The ledger") ------------------
+
+_TOP = re.compile(r"([A-Za-z_]+)(\[[^\]]*\])?(?:\.([A-Za-z_]+))?")
+
+
+def changed_fields(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+    """The fields a change touched, compactly, in the order ``diff`` finds them: a
+    top-level field (``status``, ``assessments``), or for an item of a list matched by
+    identity the item and its field (``claims[CLM-X].statement``, ``figures[FIG-Y]`` when
+    the item came or went). Empty when there is nothing to compare with (a creation)."""
+    if old is None or new is None:
+        return []
+    fields: dict[str, None] = {}
+    for change in diff(old, new):
+        fields.setdefault(_compact_path(change.path))
+    return list(fields)
+
+
+def _compact_path(path: str) -> str:
+    match = _TOP.match(path.removesuffix(":order"))
+    if match is None:
+        return path
+    name, item, field = match.groups()
+    if item is None or name not in KEYED_LISTS:
+        return name
+    return f"{name}{item}.{field}" if field else f"{name}{item}"
+
+
+def record_date(kind: str, document: dict[str, Any] | None) -> dt.date | None:
+    """The date a document gives its own record, if any: a case's latest assessment
+    (``assessed_on``), a source's ``accessed_on`` (``published_on`` dates the source, not
+    the record). Scope rules and methods carry none."""
+    if not document:
+        return None
+    if kind == "case":
+        dates = [a["assessed_on"] for a in document.get("assessments", []) if a.get("assessed_on")]
+        return dt.date.fromisoformat(max(dates)) if dates else None
+    if kind == "source" and document.get("accessed_on"):
+        return dt.date.fromisoformat(document["accessed_on"])
+    return None

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from claimsdb.models import LedgerHead, Revision
-from claimsdb.records import dumps_compact, sha256_text
+from claimsdb.records import dumps_compact, record_date, sha256_text
 
 from .rows import insert_rows
 
@@ -92,9 +92,20 @@ class RevisionChain:
         self.revisions: list[Revision] = []
 
     def add(
-        self, record_kind: str, record_key: str, action: str, snapshot: str, *, summary: str = ""
+        self,
+        record_kind: str,
+        record_key: str,
+        action: str,
+        snapshot: str,
+        *,
+        summary: str = "",
+        changed: list[str] | None = None,
+        dated_on: dt.date | None = None,
     ) -> Revision:
-        """Number and chain the next revision; ``snapshot`` is the compact document."""
+        """Number and chain the next revision; ``snapshot`` is the compact document,
+        ``changed`` the fields changed since the record's previous revision and
+        ``dated_on`` the date the document gives its record (``records.changed_fields``,
+        ``records.record_date``: stored beside the chain, not hashed)."""
         summary = summary or self.summary
         snapshot_sha256 = sha256_text(snapshot)
         number = self.head.number + 1
@@ -125,6 +136,8 @@ class RevisionChain:
             snapshot_sha256=snapshot_sha256,
             previous_hash=self.head.chain_hash,
             chain_hash=digest,
+            changed=changed or [],
+            dated_on=dated_on,
         )
         self.revisions.append(revision)
         self.head.number = number
@@ -161,6 +174,12 @@ def append_revision(
 ) -> Revision:
     """Append one revision under the already-held head lock and advance the head."""
     chain = RevisionChain(head, author=author, summary=summary, material=material)
-    revision = chain.add(record_kind, record_key, action, dumps_compact(document))
+    revision = chain.add(
+        record_kind,
+        record_key,
+        action,
+        dumps_compact(document),
+        dated_on=record_date(record_kind, document) if action == "create" else None,
+    )
     chain.save()
     return revision

@@ -6,7 +6,7 @@ Each function costs a fixed number of queries however many keys it is given, so 
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from django.db.models import Max
@@ -15,6 +15,7 @@ from claimsdb.models import AssessmentMethod, Revision, ScopeRule, Source
 from claimsdb.records import (
     case_document,
     case_queryset,
+    loads,
     method_document,
     rule_document,
     source_document,
@@ -54,3 +55,13 @@ def latest_revisions(kind: str, keys: Collection[str]) -> dict[str, Revision]:
         revision.record_key: revision
         for revision in Revision.objects.filter(number__in=latest).defer("snapshot")
     }
+
+
+def revision_snapshots(revisions: Iterable[Revision]) -> dict[str, dict[str, Any]]:
+    """The documents the given revisions snapshot, by record key. One query, none if there
+    are no revisions."""
+    pks = [revision.pk for revision in revisions]
+    if not pks:
+        return {}
+    rows = Revision.objects.filter(pk__in=pks).values_list("record_key", "snapshot")
+    return {key: loads(snapshot) for key, snapshot in rows}

@@ -21,8 +21,10 @@ from claimsdb.records import (
     RuleViolation,
     RuleViolations,
     StaleRevision,
+    changed_fields,
     diff,
     dumps_compact,
+    record_date,
     sha256_text,
 )
 from claimsdb.rules import ScopeState, run_field_rules, run_scope_rules
@@ -487,6 +489,14 @@ _OUTCOMES = {
 }
 
 
+def _brought_in_date(write: RecordWrite, action: str, document: dict[str, Any]):
+    """The date the document gives its record, for a revision that brings the document in
+    from outside: a creation, or any write of a bundle or fixture load (``upsert``)."""
+    if action == "create" or write.mode == "upsert":
+        return record_date(write.kind, document)
+    return None
+
+
 def _append_revisions(
     head, user, writes, previous, live, partners, *, summary: str, material: bool
 ) -> list[WriteOutcome]:
@@ -495,17 +505,26 @@ def _append_revisions(
     outcomes = []
     chain = RevisionChain(head, author=user, summary=summary, material=material)
     for write in writes:
-        _, latest = previous[(write.kind, write.key)]
+        current, latest = previous[(write.kind, write.key)]
         document = live[(write.kind, write.key)]
         snapshot = dumps_compact(document)
         if latest is not None and latest.snapshot_sha256 == sha256_text(snapshot):
             outcomes.append(WriteOutcome(write.kind, write.key, "unchanged", None, document))
             continue
         action = write.action or ("update" if latest is not None else "create")
-        revision = chain.add(write.kind, write.key, action, snapshot)
+        # the live document before the change is the latest snapshot (docs/write-path.md)
+        revision = chain.add(
+            write.kind,
+            write.key,
+            action,
+            snapshot,
+            changed=changed_fields(current, document) if latest is not None else [],
+            dated_on=_brought_in_date(write, action, document),
+        )
         outcomes.append(WriteOutcome(write.kind, write.key, _OUTCOMES[action], revision, document))
     partner_documents = lookups.record_documents("case", partners)
     partner_latest = lookups.latest_revisions("case", partners)
+    partner_before = lookups.revision_snapshots(partner_latest.values())
     for key in sorted(partners):
         document = partner_documents.get(key)
         if document is None:
@@ -520,6 +539,7 @@ def _append_revisions(
             "update" if latest else "create",
             snapshot,
             summary=f"{summary} (relation changed from the other case)",
+            changed=changed_fields(partner_before.get(key), document),
         )
     chain.save()
     return outcomes

@@ -219,22 +219,78 @@ def released_methods(
     return {key: method_from_document(document) for key, document in documents.items()}
 
 
+CHANGED_SHOWN = 8  # changed fields named on a history line; the rest are counted
+
+
+def changed_text(paths: list[str]) -> str:
+    """``status, claims[CLM-X].statement, assessments``: what a revision changed, compactly
+    (``records.changed_fields``), the first few named and the rest counted."""
+    more = len(paths) - CHANGED_SHOWN
+    shown = ", ".join(paths[:CHANGED_SHOWN])
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def record_dated(dated_on: dt.date | None, created_at: dt.datetime) -> dt.date | None:
+    """The date a revision's document gives its record, when it differs from the day the
+    revision was recorded (a record loaded from a bundle keeps its own date)."""
+    if dated_on is None or dated_on == created_at.astimezone(dt.UTC).date():
+        return None
+    return dated_on
+
+
 def material_history_rows(
     kind: str, key: str, entries: list[dict[str, Any]], *, released: bool
 ) -> list[dict[str, Any]]:
-    """``public.material_history`` entries for the templates, with their action's label and
-    ``url``: the revision's page, or "" where the reader may not open it (in the released
-    view, only published revisions open)."""
+    """``public.material_history`` entries for the templates (``records/_history_line.html``),
+    with their action's label, what they changed, the record's own date and ``url``: the
+    revision's page, or "" where the reader may not open it (in the released view, only
+    published revisions open, and authors are not named)."""
     return [
         {
             **entry,
             "action_label": label("revision_action", entry["action"]),
+            "author": "" if released else entry["author"],
+            "changed_text": changed_text(entry["changed"]),
+            "record_dated": record_dated(entry["dated_on"], entry["created_at"]),
             "url": public.revision_path(kind, key, entry["revision"])
             if entry["published"] or not released
             else "",
         }
         for entry in entries
     ]
+
+
+def revision_rows(
+    kind: str, key: str, revisions: list[Revision], older: Revision | None, *, full: bool = True
+):
+    """A page of a record's revisions (newest first, with their authors) for
+    ``records/_history_line.html``; on the ``full`` history, each with its snapshot's hash
+    and a link to what it changed from the revision before it (``older``: the one before
+    the page's oldest)."""
+    rows = []
+    for i, revision in enumerate(revisions):
+        previous = revisions[i + 1] if i + 1 < len(revisions) else older
+        previous = previous if full else None
+        rows.append(
+            {
+                "revision": revision.number,
+                "url": public.revision_path(kind, key, revision.number),
+                "action": revision.action,
+                "action_label": label("revision_action", revision.action),
+                "material": revision.material,
+                "summary": revision.summary,
+                "author": revision.author.get_username(),
+                "changed_text": changed_text(revision.changed),
+                "created_at": revision.created_at,
+                "record_dated": record_dated(revision.dated_on, revision.created_at),
+                "diff_url": public.diff_path(kind, key, previous.number, revision.number)
+                if previous
+                else "",
+                "diff_label": f"Changes from revision {previous.number}" if previous else "",
+                "hash": revision.snapshot_sha256 if full else "",
+            }
+        )
+    return rows
 
 
 def case_page(

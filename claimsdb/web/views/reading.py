@@ -33,7 +33,7 @@ from ..diffs import document_changes, revert_effects
 from ..editing import simple_service_call
 from ..forms import RevertForm
 from ..pagination import paginate
-from ..presenters import case_page, material_history_rows, source_view
+from ..presenters import case_page, material_history_rows, revision_rows, source_view
 
 RECORD_LABELS = dict(choices.RecordKind.choices)
 # The URL name of each record kind's page, and the argument that names the record.
@@ -129,10 +129,13 @@ def record_history(request: HttpRequest, key: str, kind: str = "case") -> HttpRe
     shown = pages.items
     # the revision before the page's oldest, for its "changes from" link
     older = revisions.filter(number__lt=shown[-1].number).first() if shown else None
-    entries = [
-        {"revision": revision, "previous": shown[i + 1] if i + 1 < len(shown) else older}
-        for i, revision in enumerate(shown)
-    ]
+    entries = revision_rows(kind, key, list(shown), older)
+    if request_has_role(request, "reviewer"):
+        # newest first: the latest revision, if this page shows it, needs no revert link
+        latest = shown[0].number if shown and pages.number == 1 else None
+        for entry in entries:
+            if entry["revision"] != latest:
+                entry["revert_url"] = record_url(kind, key, "revert", entry["revision"])
     return render(
         request,
         "records/history.html",
@@ -141,10 +144,7 @@ def record_history(request: HttpRequest, key: str, kind: str = "case") -> HttpRe
             "pages": pages,
             "entries": entries,
             # the compare form takes any two numbers; it starts on the page's newest two
-            "compare": [entry["revision"].number for entry in entries[:2]],
-            "can_review": request_has_role(request, "reviewer"),
-            # newest first: the latest revision, if this page shows it, needs no revert link
-            "latest": shown[0].number if shown and pages.number == 1 else None,
+            "compare": [entry["revision"] for entry in entries[:2]],
         },
     )
 
@@ -163,6 +163,7 @@ def _released_history(request: HttpRequest, kind: str, key: str) -> dict:
             if entry["published"] and earlier
             else ""
         )
+        entry["diff_label"] = "Changes from the revision published before"
     pages = paginate(request, entries, noun="revision")
     return {"released": True, "pages": pages, "entries": pages.items, "numbers": published}
 

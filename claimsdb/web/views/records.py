@@ -21,7 +21,13 @@ from ..forms import (
     SourceForm,
 )
 from ..pagination import paginate, paginate_rows
-from ..presenters import label, material_history_rows, number_text, source_view
+from ..presenters import (
+    label,
+    material_history_rows,
+    number_text,
+    revision_rows,
+    source_view,
+)
 
 SOURCE_FIELDS = tuple(SourceForm.base_fields)
 DETAIL_HISTORY = 10
@@ -36,7 +42,8 @@ def record_history_context(visible: VisibleRecord, kind: str, key: str) -> dict:
             "released": True,
             "released_history": material_history_rows(kind, key, history, released=True),
         }
-    return {"history": list(selectors.record_revisions(kind, key)[:DETAIL_HISTORY])}
+    revisions = list(selectors.record_revisions(kind, key)[:DETAIL_HISTORY])
+    return {"history": revision_rows(kind, key, revisions, None, full=False)}
 
 
 def _listed(pages, released: bool) -> list:
