@@ -278,7 +278,8 @@ def method_is_well_formed(document: dict[str, Any], context: DocumentContext) ->
         yield RuleViolation("method.invalid", "impact min is above max", "impact.min")
     for field_name, what in (("labels", "label"), ("definitions", "definition")):
         for grade in impact.get(field_name, {}):
-            if not grade.lstrip("-").isdigit() or not (impact["min"] <= int(grade) <= impact["max"]):
+            on_scale = grade.lstrip("-").isdigit() and impact["min"] <= int(grade) <= impact["max"]
+            if not on_scale:
                 yield RuleViolation(
                     "method.invalid",
                     f"impact {what} {grade!r} is not a grade of the scale",

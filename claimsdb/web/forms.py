@@ -112,6 +112,22 @@ class ClaimForm(forms.Form):
             self.fields["id"].help_text = "Permanent: a claim's ID never changes."
 
 
+class ClaimWithdrawForm(forms.Form):
+    """Why a claim is withdrawn: kept as its status note and shown on its card."""
+
+    reason = TextField(
+        required=True,
+        label="Reason for withdrawing",
+        help_text="Plain text, shown on the claim: “Withdrawn on <date>: <reason>”.",
+    )
+
+    def clean_reason(self) -> str:
+        reason = self.cleaned_data["reason"]
+        if not reason.strip():
+            raise forms.ValidationError("Say why the claim is withdrawn.", code="required")
+        return reason.strip()
+
+
 BLANK = [("", "—")]
 
 
