@@ -338,7 +338,10 @@ def case_list_filtered(
         .annotate(
             # correlated subqueries, worked out for the rows of one page only (a join and
             # GROUP BY would count the claims of every case before the page is cut)
-            claim_count=count_of(Claim.objects.filter(case=OuterRef("pk")), "case"),
+            # a withdrawn claim stays in its case but no longer counts as one of its claims
+            claim_count=count_of(
+                Claim.objects.filter(case=OuterRef("pk")).exclude(status="withdrawn"), "case"
+            ),
             latest_revision=Subquery(latest.values("number")[:1]),
         )
         .order_by("key")
@@ -359,12 +362,13 @@ def case_tags() -> list[str]:
 
 
 def source_list() -> QuerySet[Any]:
-    """Sources by key, each with how many evidence links cite it (``link_count``)."""
+    """Sources by key, each with how many evidence links of claims not withdrawn cite it
+    (``link_count``)."""
     from django.db.models import OuterRef
 
     from claimsdb.models import EvidenceLink, Source
 
-    links = EvidenceLink.objects.filter(source=OuterRef("pk"))
+    links = EvidenceLink.objects.filter(source=OuterRef("pk")).exclude(claim__status="withdrawn")
     return Source.objects.annotate(link_count=count_of(links, "source")).order_by("key")
 
 
