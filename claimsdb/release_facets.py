@@ -67,7 +67,7 @@ def revision_terms(kind: str, document: dict[str, Any]) -> list[tuple[str, str, 
     # counts the links of claims not withdrawn
     links: dict[str, int] = {}
     for claim in document.get("claims") or []:
-        counted = claim.get("status") != "withdrawn"
+        counted = 0 if claim.get("status") == "withdrawn" else 1
         for link in claim.get("evidence") or []:
             source = link.get("source")
             if source:

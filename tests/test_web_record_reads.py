@@ -129,12 +129,13 @@ def test_record_page_labels_every_control_and_unknown_with_its_kind(seeded, view
 # --- 2. withdrawal with a reason ------------------------------------------------------------
 
 
-def test_withdrawing_without_a_reason_is_refused_at_the_field(analyst_client):
+@pytest.mark.parametrize("reason", ["", "  \r\n "])
+def test_withdrawing_without_a_reason_is_refused_at_the_field(analyst_client, reason):
     url = f"/cases/{CASE}/claims/{CLAIM}/withdraw/"
     form = edit_form(analyst_client.get(url).content.decode())
     before = revision_count()
     response = analyst_client.post(
-        url, form.data({"withdraw-reason": "   ", "summary": "Withdraw it, my words"})
+        url, form.data({"withdraw-reason": reason, "summary": "Withdraw it, my words"})
     )
     assert response.status_code == 400
     html = response.content.decode()

@@ -117,6 +117,7 @@ class ClaimWithdrawForm(forms.Form):
 
     reason = TextField(
         required=True,
+        error_messages={"required": "Say why the claim is withdrawn."},
         label="Reason for withdrawing",
         help_text="Plain text, shown on the claim: “Withdrawn on <date>: <reason>”.",
     )
