@@ -114,3 +114,15 @@ def test_record_page_shows_the_repeated_paragraph_once(seeded_site, new_page):
     assert "Same as the assessor's narrative and the reason the impact is ungraded, above." in basis
     # the narrative the note points at is open to read
     assert page.locator("details.narrative .prose").is_visible()
+    top = page.locator("#assessment").bounding_box()
+    bottom = page.locator("#basis").bounding_box()
+    page.screenshot(
+        path=str(artifact("record-read-once.png")),
+        full_page=True,
+        clip={
+            "x": top["x"],
+            "y": top["y"],
+            "width": top["width"],
+            "height": bottom["y"] + bottom["height"] - top["y"],
+        },
+    )
