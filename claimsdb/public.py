@@ -375,7 +375,7 @@ def released_scope(
 
 def released_citations(source_key: str) -> list[dict[str, Any]]:
     """The claims of released cases with an evidence link to a source, by case and in each
-    case's order: ``{"case", "claim_id", "statement", "relation", "locator"}``."""
+    case's order: ``{"case", "claim_id", "statement", "relation", "locator", "withdrawn"}``."""
     return [
         {
             "case": case_key,
@@ -383,6 +383,7 @@ def released_citations(source_key: str) -> list[dict[str, Any]]:
             "statement": claim["statement"],
             "relation": link["relation"],
             "locator": link["locator"],
+            "withdrawn": claim["status"] == "withdrawn",
         }
         for case_key, document, _ in _released_where("case", _has_term("source", [source_key]))
         for claim in document["claims"]
@@ -393,7 +394,8 @@ def released_citations(source_key: str) -> list[dict[str, Any]]:
 
 def released_link_counts(source_keys: Iterable[str] | None = None) -> dict[str, int]:
     """How many evidence links of released (not withdrawn) cases cite each source, by
-    source key: of the named sources only, if given (a page of them). One query."""
+    source key, leaving out the links of withdrawn claims: of the named sources only, if
+    given (a page of them). One query."""
     cases = _released_entries("case").filter(withdrawn=False).values("revision_id")
     terms = ReleasedTerm.objects.filter(name="source", revision_id__in=cases)
     if source_keys is not None:

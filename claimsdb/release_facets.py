@@ -63,12 +63,15 @@ def revision_terms(kind: str, document: dict[str, Any]) -> list[tuple[str, str, 
     terms += [("related", other, 0) for other in sorted(related)]
     figures = {f.get("id") for f in document.get("figures") or [] if f.get("id")}
     terms += [("figure", figure, 0) for figure in sorted(figures)]
+    # every cited source is a term (its "Cited by" lists withdrawn claims too); the number
+    # counts the links of claims not withdrawn
     links: dict[str, int] = {}
     for claim in document.get("claims") or []:
+        counted = 0 if claim.get("status") == "withdrawn" else 1
         for link in claim.get("evidence") or []:
             source = link.get("source")
             if source:
-                links[source] = links.get(source, 0) + 1
+                links[source] = links.get(source, 0) + counted
     terms += [("source", source, count) for source, count in sorted(links.items())]
     assessments = document.get("assessments") or []
     for position, assessment in enumerate(assessments):

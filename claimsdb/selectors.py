@@ -28,6 +28,56 @@ def latest_revision_number(record_kind: str, record_key: str) -> int | None:
     )
 
 
+# How many of a case's newest revisions are read to date its claims' withdrawals.
+WITHDRAWAL_LOOKBACK = 25
+
+
+def claim_withdrawals(
+    case_key: str, claim_ids: list[str], *, up_to: int | None = None
+) -> dict[str, tuple[Any, bool]]:
+    """When each of the (withdrawn) claims was withdrawn: ``{claim id: (time, exact)}``.
+
+    The time is that of the oldest revision in the unbroken run of the case's newest
+    revisions (up to revision ``up_to``) in which the claim is withdrawn. One query over at
+    most ``WITHDRAWAL_LOOKBACK`` revisions: a withdrawal older than those is given as the
+    oldest revision read, with ``exact`` False (withdrawn on or before that time).
+    """
+    import json
+
+    if not claim_ids:
+        return {}
+    revisions = Revision.objects.filter(record_kind="case", record_key=case_key)
+    if up_to is not None:
+        revisions = revisions.filter(number__lte=up_to)
+    rows = list(
+        revisions.order_by("-number").values_list("created_at", "snapshot")[:WITHDRAWAL_LOOKBACK]
+    )
+    open_runs: dict[str, Any] = {}  # claim id → time of the oldest revision of its run so far
+    found: dict[str, tuple[Any, bool]] = {}
+    pending = set(claim_ids)
+    for created_at, snapshot in rows:
+        withdrawn = {
+            claim["id"]
+            for claim in json.loads(snapshot).get("claims", [])
+            if claim.get("status") == "withdrawn"
+        }
+        for claim_id in list(pending):
+            if claim_id in withdrawn:
+                open_runs[claim_id] = created_at
+            else:
+                pending.discard(claim_id)
+                if claim_id in open_runs:
+                    found[claim_id] = (open_runs[claim_id], True)
+        if not pending:
+            break
+    # a run reaching the case's first revision began there; one cut off by the bound did not
+    complete = len(rows) < WITHDRAWAL_LOOKBACK
+    for claim_id in pending:
+        if claim_id in open_runs:
+            found[claim_id] = (open_runs[claim_id], complete)
+    return found
+
+
 def record_history(record_kind: str, record_key: str) -> QuerySet[Revision]:
     """A record's revisions, newest first, with their authors."""
     return (
@@ -288,7 +338,10 @@ def case_list_filtered(
         .annotate(
             # correlated subqueries, worked out for the rows of one page only (a join and
             # GROUP BY would count the claims of every case before the page is cut)
-            claim_count=count_of(Claim.objects.filter(case=OuterRef("pk")), "case"),
+            # a withdrawn claim stays in its case but no longer counts as one of its claims
+            claim_count=count_of(
+                Claim.objects.filter(case=OuterRef("pk")).exclude(status="withdrawn"), "case"
+            ),
             latest_revision=Subquery(latest.values("number")[:1]),
         )
         .order_by("key")
@@ -309,12 +362,13 @@ def case_tags() -> list[str]:
 
 
 def source_list() -> QuerySet[Any]:
-    """Sources by key, each with how many evidence links cite it (``link_count``)."""
+    """Sources by key, each with how many evidence links of claims not withdrawn cite it
+    (``link_count``)."""
     from django.db.models import OuterRef
 
     from claimsdb.models import EvidenceLink, Source
 
-    links = EvidenceLink.objects.filter(source=OuterRef("pk"))
+    links = EvidenceLink.objects.filter(source=OuterRef("pk")).exclude(claim__status="withdrawn")
     return Source.objects.annotate(link_count=count_of(links, "source")).order_by("key")
 
 

@@ -37,6 +37,11 @@ CLAIMS_PER_CASE = 8
 LINKS_PER_CLAIM = 2
 METHOD_KEY = "diggingbeagle.assessment/1"
 
+
+def _value(key: str, label: str, definition: str) -> dict[str, str]:
+    return {"key": key, "label": label, "definition": definition}
+
+
 # The seed's assessment method (fixtures/seed.json), so that generated assessments use the
 # vocabulary real ones do; a test checks the two agree.
 METHOD: dict[str, Any] = {
@@ -49,44 +54,101 @@ METHOD: dict[str, Any] = {
             "key": "setting",
             "label": "Setting",
             "values": [
-                {"key": "production_incident", "label": "production incident"},
-                {"key": "research_demonstration", "label": "research demonstration"},
-                {"key": "lab_only", "label": "lab only"},
+                _value(
+                    "production_incident",
+                    "production incident",
+                    "It happened to real users of a deployed service.",
+                ),
+                _value(
+                    "research_demonstration",
+                    "research demonstration",
+                    "Researchers or maintainers showed it on their own systems; no production "
+                    "victims are known.",
+                ),
+                _value(
+                    "lab_only",
+                    "lab only",
+                    "Seen only in a controlled test set-up, not shown against a real deployment.",
+                ),
             ],
         },
         {
             "key": "exploitation",
             "label": "Exploitation",
             "values": [
-                {"key": "theoretical", "label": "theoretical"},
-                {"key": "proof_of_concept", "label": "proof of concept"},
-                {"key": "demonstrated", "label": "demonstrated"},
-                {"key": "in_the_wild", "label": "in the wild"},
+                _value(
+                    "theoretical",
+                    "theoretical",
+                    "Described as possible; nobody has shown it working.",
+                ),
+                _value(
+                    "proof_of_concept",
+                    "proof of concept",
+                    "A minimal working demonstration exists.",
+                ),
+                _value(
+                    "demonstrated",
+                    "demonstrated",
+                    "Shown working end to end against a realistic target.",
+                ),
+                _value(
+                    "in_the_wild",
+                    "in the wild",
+                    "Used or observed outside any test, against real targets.",
+                ),
             ],
         },
         {
             "key": "evidence_grade",
             "label": "Evidence",
-            "values": [{"key": grade, "label": f"Grade {grade}"} for grade in "ABCDE"],
+            "values": [
+                _value("A", "Grade A", "Confirmed by independent replication or primary data."),
+                _value(
+                    "B",
+                    "Grade B",
+                    "A primary disclosure by the affected party or maintainers, not "
+                    "independently confirmed.",
+                ),
+                _value("C", "Grade C", "Credible secondary reports that agree with each other."),
+                _value("D", "Grade D", "A single secondary report or vendor statement."),
+                _value("E", "Grade E", "Unsourced or contradicted."),
+            ],
         },
         {
             "key": "remediation",
             "label": "Remediation",
             "values": [
-                {"key": "none", "label": "none"},
-                {"key": "partial", "label": "partial"},
-                {"key": "fixed_reported", "label": "fixed reported"},
-                {"key": "fixed_verified", "label": "fixed verified"},
-                {"key": "unknown", "label": "unknown"},
+                _value("none", "none", "No fix or mitigation is known."),
+                _value("partial", "partial", "Mitigations reduce the risk; the cause remains."),
+                _value(
+                    "fixed_reported",
+                    "fixed reported",
+                    "A fix is reported by the maintainers or vendor, not verified here.",
+                ),
+                _value(
+                    "fixed_verified",
+                    "fixed verified",
+                    "A fix exists and was verified (for example by a reproduction that no longer"
+                    " fails).",
+                ),
+                _value("unknown", "unknown", "The sources do not say."),
             ],
         },
         {
             "key": "ai_role",
             "label": "AI role",
             "values": [
-                {"key": "against_ai", "label": "against AI"},
-                {"key": "by_ai", "label": "by AI"},
-                {"key": "incidental", "label": "incidental"},
+                _value(
+                    "against_ai",
+                    "against AI",
+                    "The AI system or its infrastructure is the target or the failing part.",
+                ),
+                _value("by_ai", "by AI", "An AI system caused or carried out the harm."),
+                _value(
+                    "incidental",
+                    "incidental",
+                    "AI infrastructure is involved, but not central to what went wrong.",
+                ),
             ],
         },
     ],
@@ -99,6 +161,13 @@ METHOD: dict[str, Any] = {
             "2": "moderate",
             "3": "significant",
             "4": "severe",
+        },
+        "definitions": {
+            "0": "No effect on users, data or service.",
+            "1": "Minor degradation; no data exposed or corrupted.",
+            "2": "Noticeable harm to some users or responses, contained and recoverable.",
+            "3": "Wide or lasting harm: many users affected, or data exposed or corrupted.",
+            "4": "Severe harm at scale: broad data exposure, corruption or loss of service.",
         },
     },
 }

@@ -379,10 +379,15 @@ def test_move_claims_up_and_down(analyst_client):
 
 
 def test_withdraw_a_claim(analyst_client):
-    response = submit(analyst_client, f"/cases/{CASE}/claims/CLM-CP22-003-A/withdraw/")
+    response = submit(
+        analyst_client,
+        f"/cases/{CASE}/claims/CLM-CP22-003-A/withdraw/",
+        {"withdraw-reason": "The report was retracted."},
+    )
     assert response.status_code == 302
     claim = Claim.objects.get(claim_id="CLM-CP22-003-A")
     assert claim.status == "withdrawn"
+    assert claim.status_note == "The report was retracted."
     assert latest().summary == "Withdraw claim CLM-CP22-003-A"
     html = analyst_client.get(f"/cases/{CASE}/").content.decode()
     assert 'class="claim withdrawn"' in html

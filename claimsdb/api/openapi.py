@@ -80,7 +80,11 @@ def field_schema(spec: record_schema.Field, components: dict[str, Any], top: boo
             },
             "additionalProperties": False,
         }
-        required = [n for n, sub in spec.fields.items() if sub.optional_default is None]
+        required = [
+            n
+            for n, sub in spec.fields.items()
+            if sub.optional_default is None and not sub.optional
+        ]
         if required:
             result["required"] = required
     else:  # pragma: no cover - every kind of records.schema is mapped above

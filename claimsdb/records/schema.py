@@ -34,6 +34,7 @@ class Field:
     item: Field | None = None
     fields: dict[str, Field] = field(default_factory=dict)
     optional_default: Any = None  # set for the few additive fields older documents may omit
+    optional: bool = False  # may be left out, and then stays out (no default is filled in)
     normalize: Callable[[Any], Any] | None = None
     max_length: int | None = None
 
@@ -176,10 +177,21 @@ METHOD = obj(
         obj(
             key=pattern(r"^[a-z][a-z0-9_]*$", "document.invalid_value", 64),
             label=text(200),
-            values=list_of(obj(key=Field("str", max_length=64), label=text(200))),
+            values=list_of(
+                obj(
+                    key=Field("str", max_length=64),
+                    label=text(200),
+                    definition=Field("str", optional=True),
+                )
+            ),
         )
     ),
-    impact=obj(min=Field("int"), max=Field("int"), labels=Field("mapping", item=Field("str"))),
+    impact=obj(
+        min=Field("int"),
+        max=Field("int"),
+        labels=Field("mapping", item=Field("str")),
+        definitions=Field("mapping", item=Field("str"), optional=True),
+    ),
     status=Field("enum", values=tuple(choices.RecordStatus.values), optional_default="active"),
 )
 
@@ -341,6 +353,8 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
         result = {}
         for name, field_spec in spec.fields.items():
             if name not in value:
+                if field_spec.optional:
+                    continue
                 if field_spec.optional_default is not None:
                     result[name] = field_spec.optional_default
                     continue

@@ -276,15 +276,15 @@ def method_is_well_formed(document: dict[str, Any], context: DocumentContext) ->
     impact = document["impact"]
     if impact["min"] > impact["max"]:
         yield RuleViolation("method.invalid", "impact min is above max", "impact.min")
-    for label_key in impact["labels"]:
-        if not label_key.lstrip("-").isdigit() or not (
-            impact["min"] <= int(label_key) <= impact["max"]
-        ):
-            yield RuleViolation(
-                "method.invalid",
-                f"impact label {label_key!r} is not a grade of the scale",
-                f"impact.labels.{label_key}",
-            )
+    for field_name, what in (("labels", "label"), ("definitions", "definition")):
+        for grade in impact.get(field_name, {}):
+            on_scale = grade.lstrip("-").isdigit() and impact["min"] <= int(grade) <= impact["max"]
+            if not on_scale:
+                yield RuleViolation(
+                    "method.invalid",
+                    f"impact {what} {grade!r} is not a grade of the scale",
+                    f"impact.{field_name}.{grade}",
+                )
     if context.method_in_use:
         yield RuleViolation(
             "method.in_use",

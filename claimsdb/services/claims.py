@@ -113,15 +113,19 @@ def claim_withdraw(
     user: AbstractBaseUser,
     claim_id: str,
     summary: str,
+    reason: str = "",
     material: bool = True,
     expected_revision: Any = ANY_REVISION,
 ) -> WriteOutcome:
-    """Withdraw a claim: it stays in the case with status ``withdrawn``."""
+    """Withdraw a claim: it stays in the case with status ``withdrawn``; a ``reason`` becomes
+    its status note (the record page shows "Withdrawn on <date>: <reason>")."""
     case_key = claim_case_key(claim_id)
     document = _case_document(case_key)
     for claim in document["claims"]:
         if claim["id"] == claim_id:
             claim["status"] = "withdrawn"
+            if reason:
+                claim["status_note"] = reason
     return record_update(
         user=user,
         kind="case",

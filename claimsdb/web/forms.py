@@ -112,6 +112,23 @@ class ClaimForm(forms.Form):
             self.fields["id"].help_text = "Permanent: a claim's ID never changes."
 
 
+class ClaimWithdrawForm(forms.Form):
+    """Why a claim is withdrawn: kept as its status note and shown on its card."""
+
+    reason = TextField(
+        required=True,
+        error_messages={"required": "Say why the claim is withdrawn."},
+        label="Reason for withdrawing",
+        help_text="Plain text, shown on the claim: “Withdrawn on <date>: <reason>”.",
+    )
+
+    def clean_reason(self) -> str:
+        reason = self.cleaned_data["reason"]
+        if not reason.strip():
+            raise forms.ValidationError("Say why the claim is withdrawn.", code="required")
+        return reason.strip()
+
+
 BLANK = [("", "—")]
 
 
@@ -217,6 +234,17 @@ UnknownFormSet = list_formset(UnknownForm)
 UNGRADED = ""
 
 
+class DefinedChoice:
+    """A radio group with a definition beside each option (``options``: the radio and its
+    definition, "" where the method gives none)."""
+
+    def __init__(self, field: forms.BoundField, definitions: dict[str, str]):
+        self.field = field
+        self.options = [
+            (radio, definitions.get(str(radio.data["value"]), "")) for radio in field
+        ]
+
+
 class AssessmentForm(forms.Form):
     """An assessment driven by its method: one choice per dimension, the method's impact
     scale (or ungraded, with a reason), and an evidence basis from the case."""
@@ -248,23 +276,33 @@ class AssessmentForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.method = method
         self.dimension_fields: list[str] = []
+        # the method's definition of each choice, by field name and value: shown beside it
+        self.definitions: dict[str, dict[str, str]] = {}
         for dimension in method.dimensions:
             name = f"value_{dimension['key']}"
             current = (self.initial.get("values") or {}).get(dimension["key"])
             options = [(v["key"], v["label"]) for v in dimension["values"]]
             self.fields[name] = forms.ChoiceField(
                 label=dimension["label"],
-                choices=[("", "— choose —")] + with_current(options, current),
+                choices=with_current(options, current),
                 initial=current,
+                widget=forms.RadioSelect,
             )
+            self.definitions[name] = {
+                v["key"]: v.get("definition", "") for v in dimension["values"]
+            }
             self.dimension_fields.append(name)
         scale = method.impact or {}
         labels = scale.get("labels", {})
-        impact_options = [(UNGRADED, "ungraded (give a reason)")] + [
-            (str(n), f"{n} — {labels[str(n)]}" if str(n) in labels else str(n))
-            for n in range(int(scale.get("min", 0)), int(scale.get("max", 0)) + 1)
+        grades = [str(n) for n in range(int(scale.get("min", 0)), int(scale.get("max", 0)) + 1)]
+        self.fields["impact"].choices = [(UNGRADED, "ungraded")] + [
+            (n, f"{n} — {labels[n]}" if n in labels else n) for n in grades
         ]
-        self.fields["impact"].choices = impact_options
+        self.fields["impact"].widget = forms.RadioSelect(choices=self.fields["impact"].choices)
+        self.definitions["impact"] = {
+            UNGRADED: "No grade on this scale: say why below.",
+            **scale.get("definitions", {}),
+        }
         self.fields["impact"].label = f"Impact ({method.key} scale)"
         self.fields["basis_claims"].choices = self._keep(
             claim_choices, (self.initial.get("basis_claims") or [])
@@ -283,6 +321,14 @@ class AssessmentForm(forms.Form):
 
     def dimension_bound_fields(self):
         return [self[name] for name in self.dimension_fields]
+
+    def defined_choices(self) -> list[DefinedChoice]:
+        """The dimensions, then the impact: each a radio group whose options carry the
+        method's definitions (the vocabulary where it is chosen)."""
+        return [
+            DefinedChoice(self[name], self.definitions[name])
+            for name in [*self.dimension_fields, "impact"]
+        ]
 
     def clean_impact(self) -> int | None:
         value = self.cleaned_data["impact"]

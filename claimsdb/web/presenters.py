@@ -36,6 +36,21 @@ LABELS: dict[str, dict[str, str]] = {
 }
 
 
+# What each kind of control and unknown means: shown beside the lists that use them.
+KIND_DEFINITIONS: dict[str, dict[str, str]] = {
+    "control_kind": {
+        choices.ControlKind.MITIGATION: "lowers the likelihood or the harm; the cause remains",
+        choices.ControlKind.DETECTION: "shows that it is happening or has happened",
+        choices.ControlKind.FIX: "removes the cause",
+    },
+    "unknown_kind": {
+        choices.UnknownKind.UNKNOWN: "not established by the evidence either way",
+        choices.UnknownKind.CONTRADICTION: "sources or claims that disagree",
+        choices.UnknownKind.OPEN_QUESTION: "a question for further work to answer",
+    },
+}
+
+
 def label(vocabulary: str, value: str) -> str:
     return LABELS[vocabulary].get(value, value.replace("_", " "))
 
@@ -157,6 +172,42 @@ def assessment_view(
     )
 
 
+def kinds_with_definitions(
+    vocabulary: str, items: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A list of controls or unknowns, each with its kind's label, and the legend of the
+    kinds it uses (in the vocabulary's order): ``(items, legend)``."""
+    used = {item["kind"] for item in items}
+    definitions = KIND_DEFINITIONS[vocabulary]
+    legend = [
+        {"kind": kind, "label": label(vocabulary, kind), "definition": definition}
+        for kind, definition in definitions.items()
+        if kind in used
+    ]
+    return [{**item, "kind_label": label(vocabulary, item["kind"])} for item in items], legend
+
+
+def normalized_text(text: str) -> str:
+    return " ".join(text.split())
+
+
+def repeated_texts(text: str, shown: list[tuple[str, str]]) -> list[str]:
+    """The names of the texts shown earlier on the page that ``text`` is made of, one after
+    another (whitespace aside), or [] if it says anything else. ``shown``: (name, text)."""
+    rest = normalized_text(text)
+    names: list[str] = []
+    while rest:
+        for name, earlier in shown:
+            earlier = normalized_text(earlier)
+            if earlier and rest.startswith(earlier) and name not in names:
+                rest = rest[len(earlier) :].strip()
+                names.append(name)
+                break
+        else:
+            return []
+    return names
+
+
 @dataclass
 class CasePage:
     """Everything the record page shows, section by section in the seed's order."""
@@ -177,11 +228,15 @@ class CasePage:
     assessment: AssessmentView | None
     earlier_assessments: list[AssessmentView]
     basis_html: str
+    basis_repeats: list[str]  # the texts above that the basis repeats: shown once, named here
+    narrative_repeats_reason: bool  # the narrative is the ungraded reason again: shown once
     limits_html: str
     account_html: str
     claims: list[dict[str, Any]]
     controls: list[dict[str, Any]]
+    control_legend: list[dict[str, Any]]
     unknowns: list[dict[str, Any]]
+    unknown_legend: list[dict[str, Any]]
     reproduction: list[dict[str, Any]]
     sources: list[SourceView]
     history: list[dict[str, Any]] = field(default_factory=list)  # material_history_rows
@@ -339,6 +394,10 @@ def case_page(
         for i, a in enumerate(document["assessments"])
     ]
     runs = runs_by_claim(document["reproduction_runs"])
+    withdrawn = [c["id"] for c in document["claims"] if c["status"] == "withdrawn"]
+    withdrawals = (
+        selectors.claim_withdrawals(document["key"], withdrawn, up_to=revision) if withdrawn else {}
+    )
     claims = [
         {
             **claim,
@@ -347,6 +406,8 @@ def case_page(
             "basis_label": label("claim_basis", claim["basis"]),
             "origin_label": label("claim_origin", claim["origin"]),
             "withdrawn": claim["status"] == "withdrawn",
+            "withdrawn_at": withdrawals.get(claim["id"], (None, False))[0],
+            "withdrawn_exact": withdrawals.get(claim["id"], (None, False))[1],
             "links": [
                 {
                     **link,
@@ -358,6 +419,19 @@ def case_page(
         }
         for claim in document["claims"]
     ]
+    current = document["assessments"][-1] if document["assessments"] else None
+    shown: list[tuple[str, str]] = []  # the texts of the assessment section, as shown
+    narrative_repeats_reason = False
+    if current is not None:
+        reason = current["impact_ungraded_reason"] if current["impact"] is None else ""
+        narrative_repeats_reason = bool(reason) and repeated_texts(
+            current["narrative"], [("reason", reason)]
+        ) == ["reason"]
+        if not narrative_repeats_reason:
+            shown.append(("the assessor's narrative", current["narrative"]))
+        shown.append(("the reason the impact is ungraded", reason))
+    controls, control_legend = kinds_with_definitions("control_kind", document["controls"])
+    unknowns, unknown_legend = kinds_with_definitions("unknown_kind", document["unknowns"])
     return CasePage(
         document=document,
         key=document["key"],
@@ -396,15 +470,15 @@ def case_page(
         assessment=assessments[-1] if assessments else None,
         earlier_assessments=list(reversed(assessments[:-1])),
         basis_html=render_markdown(document["basis"], full_text_url=full_text_url),
+        basis_repeats=repeated_texts(document["basis"], shown),
+        narrative_repeats_reason=narrative_repeats_reason,
         limits_html=render_markdown(document["limits"], full_text_url=full_text_url),
         account_html=render_markdown(document["account"], full_text_url=full_text_url),
         claims=claims,
-        controls=[
-            {**c, "kind_label": label("control_kind", c["kind"])} for c in document["controls"]
-        ],
-        unknowns=[
-            {**u, "kind_label": label("unknown_kind", u["kind"])} for u in document["unknowns"]
-        ],
+        controls=controls,
+        control_legend=control_legend,
+        unknowns=unknowns,
+        unknown_legend=unknown_legend,
         reproduction=document["reproduction_runs"],
         sources=list(sources.values()),
         history=history or [],

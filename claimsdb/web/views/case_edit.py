@@ -19,6 +19,7 @@ from ..forms import (
     AttributionFormSet,
     CaseForm,
     ClaimForm,
+    ClaimWithdrawForm,
     ControlFormSet,
     EvidenceLinkFormSet,
     FigureFormSet,
@@ -262,15 +263,19 @@ class ClaimWithdrawView(RecordEditView):
 
     def build_forms(self, data, document):
         self.claim()
-        return {}
+        return {"withdraw": ClaimWithdrawForm(data, prefix="withdraw")}
 
     def extra_context(self):
         return {"claim": self.claim()}
 
     def build_document(self, document, section, placer):
+        form = section["withdraw"]
         for index, claim in enumerate(document["claims"]):
             if claim["id"] == self.kwargs["claim_id"]:
+                # the reason is the withdrawn status's note (docs/record-format.md)
                 claim["status"] = "withdrawn"
+                claim["status_note"] = form.cleaned_data["reason"]
+                placer.add(f"claims[{index}]", form, {"status_note": "reason"}, catch_all=False)
                 placer.section(f"claims[{index}]", "claim")
                 placer.section(f"claims[{index}].evidence", "claim")
         return document

@@ -126,7 +126,7 @@ def _released_case_rows(records, labels: dict) -> list[dict]:
             "title": document["title"],
             "summary": document["summary"],
             "tags": document["tags"],
-            "claim_count": len(document["claims"]),
+            "claim_count": sum(c["status"] != "withdrawn" for c in document["claims"]),
             "revision": revision.number,
         }
         assessment = None

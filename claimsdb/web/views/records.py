@@ -102,6 +102,7 @@ def source_detail(request: HttpRequest, key: str) -> HttpResponse:
                 "statement": link.claim.statement,
                 "relation": link.relation,
                 "locator": link.locator,
+                "withdrawn": link.claim.status == "withdrawn",
             }
             for link in selectors.claims_citing_source(key)
         ]
