@@ -42,9 +42,12 @@ worker: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/claimsdb
 worker: install
 	SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" exec $(BIN)/python manage.py db_worker
 
-# The whole suite: SQLite by default, PostgreSQL when DATABASE_URL points at one.
+# The whole suite: SQLite by default, PostgreSQL when DATABASE_URL points at one. It runs
+# in one worker process per core (pytest-xdist; each worker has its own test database);
+# TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= auto
 test: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
