@@ -11,6 +11,7 @@ from django.utils import timezone
 from claimsdb import selectors
 from claimsdb.models import AssessmentMethod
 
+from ..access import request_has_role
 from ..editing import RecordEditView, ViolationPlacer, list_rows, row_data
 from ..forms import (
     AssessmentForm,
@@ -54,7 +55,15 @@ class CaseFieldsEditView(RecordEditView):
     page_title = "Edit case"
 
     def build_forms(self, data, document):
-        return {"case": CaseForm(data, initial=CaseForm.initial_from(document), prefix="case")}
+        return {
+            "case": CaseForm(
+                data,
+                initial=CaseForm.initial_from(document),
+                prefix="case",
+                may_set_ready=request_has_role(self.request, "reviewer"),
+                current_status=document["status"],
+            )
+        }
 
     def build_document(self, document, section, placer: ViolationPlacer):
         form = section["case"]
@@ -75,7 +84,14 @@ class CaseCreateView(RecordEditView):
     default_summary = "New case"
 
     def build_forms(self, data, document):
-        return {"case": NewCaseForm(data, initial={"status": "draft"}, prefix="case")}
+        return {
+            "case": NewCaseForm(
+                data,
+                initial={"status": "draft"},
+                prefix="case",
+                may_set_ready=request_has_role(self.request, "reviewer"),
+            )
+        }
 
     def build_document(self, document, section, placer):
         form = section["case"]
