@@ -347,6 +347,21 @@ def test_a_case_feed_lists_the_releases_that_changed_the_case(released, analyst,
     assert "Unreleased title" not in root.findtext(f"{ATOM}title")
 
 
+def test_a_case_feed_runs_the_same_queries_however_many_releases(
+    released, analyst, reviewer, client
+):
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(f"/cases/{CASE}/feed.atom").status_code == 200
+        return len(queries)
+
+    few = count()
+    for n in range(3):
+        edit_case(analyst, CASE, title=f"Title {n}")
+        release_publish(user=reviewer, notes=f"Release {n}")
+    assert count() == few
+
+
 def test_a_case_feed_of_an_unreleased_case_is_a_404(seeded, analyst, client):
     assert client.get(f"/cases/{CASE}/feed.atom").status_code == 404
     assert client.get("/cases/CP99-404/feed.atom").status_code == 404

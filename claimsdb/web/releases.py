@@ -337,6 +337,10 @@ CASE_FEED_SIZE = 50
 
 @dataclass(frozen=True)
 class CaseFeedEntry:
+    """A release that changed the case, as the case's feed lists it."""
+
+    key: str
+    root: str  # the site's absolute root, for links in the entry's content
     release: Release
     change: str
     revision: int
@@ -354,7 +358,6 @@ class CaseFeed(AbsoluteFeed):
         rows = list(
             ReleaseEntry.objects.filter(record_kind="case", record_key=key)
             .exclude(change=ReleaseChange.UNCHANGED)
-            .select_related("release")
             .order_by("-release__number")
             .values_list("release_id", "change", "revision__number", "revision__released__title")[
                 : CASE_FEED_SIZE + 1
@@ -363,8 +366,11 @@ class CaseFeed(AbsoluteFeed):
         if not rows:
             raise Http404(f"no released case {key}")
         releases = Release.objects.in_bulk([row[0] for row in rows[:CASE_FEED_SIZE]])
+        root = super().get_object(request)
         entries = [
             CaseFeedEntry(
+                key,
+                root,
                 releases[release_id],
                 change,
                 number,
@@ -373,7 +379,7 @@ class CaseFeed(AbsoluteFeed):
             )
             for index, (release_id, change, number, title) in enumerate(rows[:CASE_FEED_SIZE])
         ]
-        return {"key": key, "entries": entries, "root": super().get_object(request)}
+        return {"key": key, "entries": entries}
 
     def title(self, obj: dict) -> str:
         latest = obj["entries"][0].title
@@ -386,16 +392,13 @@ class CaseFeed(AbsoluteFeed):
         return f"The releases that published a new revision of case {obj['key']}."
 
     def items(self, obj: dict) -> list[CaseFeedEntry]:
-        for entry in obj["entries"]:
-            entry.__dict__["context"] = obj  # frozen: set once, before the entries are read
         return obj["entries"]
 
     def item_title(self, item: CaseFeedEntry) -> str:
-        key = item.context["key"]
-        return f"Release {item.release.number}: case {key} {item.change}"
+        return f"Release {item.release.number}: case {item.key} {item.change}"
 
     def item_description(self, item: CaseFeedEntry) -> str:
-        key, root = item.context["key"], item.context["root"]
+        key, root = item.key, item.root
         previous = item.previous_revision
         return render_to_string(
             "releases/case_feed_entry.html",
@@ -414,11 +417,10 @@ class CaseFeed(AbsoluteFeed):
         )
 
     def item_link(self, item: CaseFeedEntry) -> str:
-        return public.revision_path("case", item.context["key"], item.revision)
+        return public.revision_path("case", item.key, item.revision)
 
     def item_guid(self, item: CaseFeedEntry) -> str:
-        root = item.context["root"]
-        return f"{root}{release_path(item.release.number)}#case-{item.context['key']}"
+        return f"{item.root}{release_path(item.release.number)}#case-{item.key}"
 
     def item_pubdate(self, item: CaseFeedEntry):
         return item.release.published_at
