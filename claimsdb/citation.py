@@ -162,8 +162,11 @@ def citation_block(
     kind: str, key: str, document: dict[str, Any], revision_number: int, *, base_url: str = ""
 ) -> dict[str, Any]:
     """What a record page's "Sources and citation" section needs, for the revision shown:
-    ``{"text", "key", "revision", "release", "bibtex_url", "csl_url"}`` (``release`` is the
-    release that published this revision, or None). Two queries."""
+    ``{"text", "key", "revision", "release", "bibtex_url", "csl_url", "unreleased",
+    "public"}``. ``release`` is the release that published this revision, or None: then
+    ``unreleased`` says that its link is not public yet (only signed-in readers see such a
+    revision) and ``public`` is what the public sees instead (``public_revision``), or None
+    when the record was never released. Two queries, three for an unreleased revision."""
     from .public import release_of_revision
 
     revision = Revision.objects.defer("snapshot").get(
@@ -179,6 +182,31 @@ def citation_block(
         "release": release,
         "bibtex_url": f"{downloads}.bib{query}",
         "csl_url": f"{downloads}.json{query}",
+        "unreleased": UNRELEASED_NOTE if release is None else "",
+        "public": public_revision(kind, key) if release is None else None,
+    }
+
+
+UNRELEASED_NOTE = (
+    "This revision is not in a release yet: its link works only for signed-in users until "
+    "a release publishes it."
+)
+
+
+def public_revision(kind: str, key: str) -> dict[str, Any] | None:
+    """The revision the public sees of a record, to cite instead of an unreleased one:
+    ``{"revision", "release", "url"}``, or None if no release published the record. One
+    query."""
+    from .public import released_entry
+
+    entry = released_entry(kind, key)
+    if entry is None:
+        return None
+    number = entry.revision.number
+    return {
+        "revision": number,
+        "release": entry.release,
+        "url": revision_path(kind, key, number),
     }
 
 

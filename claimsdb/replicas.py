@@ -43,6 +43,7 @@ REPLICA_VIEWS = {
     "release-list",
     "release-detail",
     "release-feed",
+    "case-feed",
     "api-release-list",
     "api-release-detail",
     "api-release-bundle",

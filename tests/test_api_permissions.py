@@ -98,6 +98,7 @@ class Endpoint:
 def new_case(seed):
     document = case_doc(seed, CASE)
     document.update(key="CP22-010", claims=[], assessments=[], relations=[], attributions=[])
+    document["status"] = "draft"  # an analyst may not create a ready case
     return document
 
 

@@ -64,6 +64,7 @@ def grow_seed_case(seed: dict, user, *, claims: int, links: int, edits: int) -> 
 
 
 def add_cases(seed: dict, user, count: int, *, claims: int, links: int) -> None:
+    """``count`` ready cases (``user``: a reviewer, who alone sets ready)."""
     for n in range(count):
         key = f"CP30-{n:03d}"
         document = case_doc(seed, "CP22-003")
@@ -86,11 +87,11 @@ def test_case_document_get_is_flat(client, seeded, analyst):
     assert small <= 20
 
 
-def test_case_list_page_is_flat(client, seeded, analyst):
+def test_case_list_page_is_flat(client, seeded, analyst, reviewer):
     url = f"{API}/cases/?page_size=50"
     small = queries(client, url)
     grow_seed_case(seeded, analyst, claims=20, links=3, edits=5)
-    add_cases(seeded, analyst, 12, claims=5, links=2)
+    add_cases(seeded, reviewer, 12, claims=5, links=2)
     large = queries(client, url)
     assert large == small
     assert small <= 20
@@ -99,10 +100,10 @@ def test_case_list_page_is_flat(client, seeded, analyst):
 @pytest.mark.parametrize(
     "query", ["status=ready", "tag=kv-cache", "q=claim", "evidence_grade=B", "related_to=CP22-002"]
 )
-def test_filtered_case_list_is_flat(client, seeded, analyst, query):
+def test_filtered_case_list_is_flat(client, seeded, analyst, reviewer, query):
     url = f"{API}/cases/?page_size=50&{query}"
     small = queries(client, url)
-    add_cases(seeded, analyst, 6, claims=4, links=2)
+    add_cases(seeded, reviewer, 6, claims=4, links=2)
     assert queries(client, url) == small
 
 
@@ -122,10 +123,10 @@ def test_other_reads_are_flat(client, seeded, analyst, url):
     assert queries(client, url) == small
 
 
-def test_query_counts_for_the_record(client, seeded, analyst, capsys):
+def test_query_counts_for_the_record(client, seeded, analyst, reviewer, capsys):
     """Report the fixed counts (shown with pytest -s)."""
     grow_seed_case(seeded, analyst, claims=30, links=3, edits=5)
-    add_cases(seeded, analyst, 10, claims=3, links=2)
+    add_cases(seeded, reviewer, 10, claims=3, links=2)
     counts = {
         "case document": queries(client, f"{API}/cases/CP22-003/"),
         "case list page": queries(client, f"{API}/cases/?page_size=50"),
@@ -158,7 +159,7 @@ def test_anonymous_reads_are_flat(seeded, analyst, reviewer, url):
     release_publish(user=reviewer, notes="Release 1")
     small = queries(anonymous, url)
     grow_seed_case(seeded, analyst, claims=20, links=3, edits=5)
-    add_cases(seeded, analyst, 8, claims=4, links=2)  # ready: in release 2
+    add_cases(seeded, reviewer, 8, claims=4, links=2)  # ready: in release 2
     release_publish(user=reviewer, notes="Release 2")
     large = queries(anonymous, url)
     assert large == small
@@ -207,7 +208,7 @@ def test_release_pages_cost_the_same_at_any_size(client, seeded, analyst, review
         f"{API}/releases/1/?page_size=3&page=2",
     ]
     small = [queries(client, url) for url in urls]
-    add_cases(seeded, analyst, 6, claims=2, links=1)
+    add_cases(seeded, reviewer, 6, claims=2, links=1)
     release_publish(user=reviewer, notes="Release 2")
     release_publish_after_edit(seeded, analyst, reviewer)
     large = [queries(client, url.replace("/1/", "/3/")) for url in urls]

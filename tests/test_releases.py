@@ -149,7 +149,7 @@ def test_draft_and_ready_again_without_change_keeps_the_released_revision(
     release_publish(user=reviewer, notes="1")
     released = latest("case", "CP22-003")
     edit_case(analyst, "CP22-003", status="draft")
-    edit_case(analyst, "CP22-003", status="ready")
+    edit_case(reviewer, "CP22-003", status="ready")
     assert latest("case", "CP22-003") != released
     plan = release_plan()
     assert not plan.changed
@@ -162,7 +162,7 @@ def test_a_case_in_review_is_not_published_until_ready(seeded, analyst, reviewer
     edit_case(analyst, "CP22-002", status="in_review")
     release = release_publish(user=reviewer, notes="1")
     assert ("case", "CP22-002") not in entries(release)
-    ready = edit_case(analyst, "CP22-002", status="ready")
+    ready = edit_case(reviewer, "CP22-002", status="ready")
     assert entries(release_publish(user=reviewer, notes="2"))[("case", "CP22-002")] == (
         "new",
         ready,

@@ -220,13 +220,20 @@ def test_the_preview_counts_every_entry_and_keeps_a_page_of_changes(reviewer, mo
 
 def test_the_publishing_page_shows_a_page_of_changes_and_every_count(reviewer, client, monkeypatch):
     monkeypatch.setattr(release_service, "BATCH_SIZE", 40)
-    monkeypatch.setattr(release_service, "PREVIEW_SIZE", 25)
     bulk_sources(reviewer, "W", 130)
     client.force_login(reviewer)
-    page = client.get("/releases/new/").content.decode()
-    assert "130 new · 0 updated · 0 withdrawn · 0 unchanged" in page
-    assert "The first 25 of 130 changed records" in page
-    assert page.count('<th scope="row">source SRC-W-') == 25
+
+    def page(number: int) -> tuple[str, int]:
+        with CaptureQueriesContext(connection) as queries:
+            html = client.get(f"/releases/new/?page={number}").content.decode()
+        return html, len(queries)
+
+    (first, first_queries), (last, last_queries) = page(1), page(3)
+    assert "130 new · 0 updated · 0 withdrawn · 0 unchanged" in first
+    assert "130 changed records · page 1 of 3" in first
+    assert first.count('<th scope="row"><a href="/sources/SRC-W-') == 50
+    assert last.count('<th scope="row"><a href="/sources/SRC-W-') == 30
+    assert first_queries == last_queries  # one walk of the records per page
 
 
 def test_dry_run_lists_every_change(reviewer, monkeypatch, capsys):
@@ -387,7 +394,7 @@ def varied(seeded, seed_bundle, analyst, reviewer):
             relations=[{"case": other, "kind": kind, "note": ""} for other, kind in relations],
             assessments=assessments,
         )
-        case_create(user=analyst, document=document, summary="Variant")
+        case_create(user=reviewer, document=document, summary="Variant")
     release_publish(user=reviewer, notes="Everything")
 
 

@@ -20,6 +20,7 @@ from claimsdb.services import case_update, source_create
 from claimsdb.services.releases import release_publish
 
 from .test_releases import braces_balanced, parse_bibtex
+from .test_web_support import field_block
 
 pytestmark = pytest.mark.django_db
 
@@ -157,7 +158,7 @@ def test_reviewer_publishes_from_the_page_with_csrf(seeded, reviewer):
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
     refused = client.post("/releases/new/", {"notes": "  ", "csrfmiddlewaretoken": token})
     assert refused.status_code == 400
-    assert "release.notes_required" in refused.content.decode()
+    assert "a release needs notes" in field_block(refused.content.decode(), "notes")
     assert Release.objects.count() == 0
     response = client.post(
         "/releases/new/", {"notes": "Published from the page", "csrfmiddlewaretoken": token}

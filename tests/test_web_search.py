@@ -376,7 +376,7 @@ def test_a_results_page_runs_the_same_queries_at_two_sizes(
 ):
     def add(start: int, count: int) -> None:
         make_cases(
-            analyst,
+            reviewer,
             [
                 new_case(
                     f"CP99-{n:03d}",

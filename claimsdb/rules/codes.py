@@ -24,6 +24,8 @@ CODES: dict[str, str] = {
     "revision.stale": "the edit is based on an older revision than the record's latest "
     "(HTTP 412)",
     "permission.denied": "the acting user's role does not allow this change",
+    "status.ready_needs_reviewer": "only a reviewer may set a case's status to ready; analysts "
+    "propose a case for release by setting in_review",
     # claims and evidence
     "claim.id_format": "a claim ID does not match ^CLM-[A-Z0-9]+(-[A-Z0-9]+)*$",
     "claim.id_taken": "a claim ID is used by another case, or belonged to a removed claim: "

@@ -87,7 +87,7 @@ class PlannedEntry:
 @dataclass
 class ReleasePlan:
     """What publishing now would record: the next number, how many entries of each change,
-    and the first ``PREVIEW_SIZE`` changed entries (in listing order)."""
+    and ``PREVIEW_SIZE`` changed entries (in listing order) from ``preview_offset`` on."""
 
     number: int
     previous: Release | None
@@ -96,6 +96,7 @@ class ReleasePlan:
         default_factory=lambda: {change: 0 for change in ReleaseChange.values}
     )
     changed: list[PlannedEntry] = field(default_factory=list)
+    preview_offset: int = 0
 
     def counts(self) -> dict[str, int]:
         return dict(self.change_counts)
@@ -109,14 +110,17 @@ class ReleasePlan:
         return sum(self.change_counts.values())
 
     def add(self, entry: PlannedEntry, preview: int) -> None:
+        if entry.change != ReleaseChange.UNCHANGED:
+            index = self.changed_count  # of this entry among the changed ones
+            if self.preview_offset <= index < self.preview_offset + preview:
+                self.changed.append(entry)
         self.change_counts[entry.change] += 1
-        if entry.change != ReleaseChange.UNCHANGED and len(self.changed) < preview:
-            self.changed.append(entry)
 
 
-def release_plan(*, preview: int | None = None) -> ReleasePlan:
+def release_plan(*, preview: int | None = None, preview_offset: int = 0) -> ReleasePlan:
     """The release that publishing now would record (nothing is written): its counts and
-    the first ``preview`` (``PREVIEW_SIZE``) changed entries.
+    ``preview`` (``PREVIEW_SIZE``) changed entries, skipping the first ``preview_offset``
+    (a page of the preview).
 
     Called on its own (the preview of the publishing page) it may be overtaken by a
     write. Reads the records in batches: a fixed number of
@@ -128,6 +132,7 @@ def release_plan(*, preview: int | None = None) -> ReleasePlan:
         number=previous.number + 1 if previous else 1,
         previous=previous,
         last_revision=Revision.objects.aggregate(last=Max("number"))["last"] or 0,
+        preview_offset=preview_offset,
     )
     for batch in planned_batches(previous):
         for entry in batch:

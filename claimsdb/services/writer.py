@@ -35,7 +35,7 @@ from claimsdb.rules.scoped import affected_cases, load_scoped
 
 from . import apply, lookups
 from .ledger import RevisionChain, lock_head
-from .permissions import require_role
+from .permissions import has_role, require_role
 
 KIND_ORDER = {"method": 0, "source": 1, "case": 2, "rule": 3}
 KIND_ROLE = {"case": "analyst", "source": "analyst", "rule": "reviewer", "method": "reviewer"}
@@ -120,7 +120,7 @@ def write_records(
     with transaction.atomic():
         head = lock_head()
         previous = _check_existence_and_staleness(writes)
-        _validate_fields(writes, previous)
+        _validate_fields(writes, previous, _ready_violations(user, writes, previous))
         before = _scope_violations(writes)
         partners = _apply(writes, previous)
         if before_apply is not None:
@@ -159,10 +159,37 @@ def _check_existence_and_staleness(writes: list[RecordWrite]) -> dict[tuple[str,
     return previous
 
 
-def _validate_fields(writes: list[RecordWrite], previous) -> None:
+def _ready_violations(user, writes: list[RecordWrite], previous) -> list[RuleViolation]:
+    """Only a reviewer sets a case to ``ready`` (README, "Releases"): a case written as
+    ready that was not ready before (or is new) needs the reviewer role. Analysts propose a
+    case by setting ``in_review``; they may move a ready case back, and edit one that stays
+    ready (the release preview shows each change to the reviewer who publishes)."""
+    setting_ready = [
+        write
+        for write in writes
+        if write.kind == "case"
+        and write.document.get("status") == "ready"
+        and (previous[(write.kind, write.key)][0] or {}).get("status") != "ready"
+    ]
+    if not setting_ready or has_role(user, "reviewer"):
+        return []
+    return [
+        RuleViolation(
+            "status.ready_needs_reviewer",
+            f"only a reviewer may set case {write.key} to ready: set it to in_review to "
+            "propose it for the next release",
+            f"{write.path}.status" if write.path else "status",
+        )
+        for write in setting_ready
+    ]
+
+
+def _validate_fields(
+    writes: list[RecordWrite], previous, problems: list[RuleViolation] | None = None
+) -> None:
     pending = _PendingIndex(writes)
     contexts = _contexts(writes, previous, pending)
-    problems: list[RuleViolation] = []
+    problems = list(problems or [])
     for write, context in zip(writes, contexts, strict=True):
         for violation in run_field_rules(write.kind, write.document, context):
             problems.append(violation.prefixed(write.path) if write.path else violation)

@@ -39,6 +39,21 @@ def with_current(options: list[tuple[str, str]], current: str | None) -> list[tu
     return options
 
 
+class ChoiceSelect(forms.Select):
+    """A select whose ``disabled`` choices are shown, relabelled, but cannot be chosen."""
+
+    def __init__(self, *args, disabled: dict[str, str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.disabled = disabled
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if value in self.disabled:
+            option["label"] = self.disabled[value]
+            option["attrs"]["disabled"] = True
+        return option
+
+
 class SaveForm(forms.Form):
     """What every save asks: a summary for the history, whether the change is material, and
     the revision the edit started from (a save based on an older one is refused)."""
@@ -75,6 +90,21 @@ class CaseForm(forms.Form):
     limits = TextField(label="Limits and uncertainty (at a glance)", help_text=MARKDOWN_HELP)
     account = TextField(rows=10, label="Full account", help_text=MARKDOWN_HELP)
     tags = forms.CharField(required=False, help_text="Comma-separated, e.g. kv-cache, rdma.")
+
+    def __init__(self, *args, may_set_ready: bool = True, current_status: str = "", **kwargs):
+        """``may_set_ready``: the user is a reviewer. Others see ``ready`` as a disabled
+        choice unless the case already is ready; the service refuses it from them anyway
+        (``status.ready_needs_reviewer``; README, "Releases")."""
+        super().__init__(*args, **kwargs)
+        if not may_set_ready and current_status != choices.CaseStatus.READY:
+            self.fields["status"].widget = ChoiceSelect(
+                choices=self.fields["status"].choices,
+                disabled={choices.CaseStatus.READY: "ready (set by a reviewer)"},
+            )
+            self.fields["status"].help_text = (
+                "Set it to in review to propose it for the next release; a reviewer sets it "
+                "to ready."
+            )
 
     def clean_tags(self) -> list[str]:
         return sorted({t.strip() for t in self.cleaned_data["tags"].split(",") if t.strip()})

@@ -7,24 +7,29 @@ service inside its transaction).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from django import forms
 from django.contrib.auth.views import redirect_to_login
 from django.contrib.syndication.views import Feed
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils.feedgenerator import Atom1Feed
 
-from claimsdb import citation, public, selectors
-from claimsdb.models import Release, ReleaseChange, Revision
+from claimsdb import choices, citation, public, selectors
+from claimsdb.models import Release, ReleaseChange, ReleaseEntry, Revision
 from claimsdb.records import PermissionDenied, RuleViolations
 from claimsdb.services.permissions import has_role
-from claimsdb.services.releases import release_plan, release_publish
+from claimsdb.services.releases import PlannedEntry, release_plan, release_publish
 
-from .pagination import paginate
+from .pagination import PAGE_SIZE, paginate
 
 FEED_SIZE = 50
+RECORD_KINDS = dict(choices.RecordKind.choices)
 CITATION_FORMATS = {
     "bib": ("application/x-bibtex; charset=utf-8", citation.bibtex),
     "json": ("application/vnd.citationstyles.csl+json; charset=utf-8", citation.csl_json),
@@ -120,6 +125,7 @@ def _entry_row(entry, title: str, previous: int | None) -> dict:
 
 class PublishForm(forms.Form):
     notes = forms.CharField(
+        label="Release notes",
         widget=forms.Textarea(attrs={"rows": 6, "cols": 80}),
         required=False,  # the service refuses empty notes, with its code
         help_text="What this release publishes and why. Shown on the release page and feed.",
@@ -127,7 +133,9 @@ class PublishForm(forms.Form):
 
 
 def release_new(request: HttpRequest) -> HttpResponse:
-    """Reviewers publish a release: a preview of what it would record, and notes."""
+    """Reviewers publish a release: a preview of what it would record (a page of its changed
+    records, as the release page will list them), and notes. A refusal is shown at the
+    notes field, or above the form when it is not about the notes."""
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
     if not has_role(request.user, "reviewer"):
@@ -138,48 +146,157 @@ def release_new(request: HttpRequest) -> HttpResponse:
         try:
             release = release_publish(user=request.user, notes=form.cleaned_data["notes"])
         except RuleViolations as refused:
-            violations = refused.violations
+            for violation in refused.violations:
+                if violation.path == "notes":
+                    form.add_error("notes", violation.message)
+                else:
+                    violations.append(violation)
         except PermissionDenied as exc:
             raise DjangoPermissionDenied(str(exc)) from exc
         else:
             return HttpResponseRedirect(release_path(release.number))
-    plan = release_plan()
+    plan = PlanPages(request)
+    pages = paginate(request, plan, noun="changed record")
+    entries = pages.items
+    titles = public.revision_titles([e.revision_id for e in entries])
     return render(
         request,
         "releases/new.html",
         {
             "form": form,
             "violations": violations,
-            "plan": plan,
-            "counts": plan.counts(),
-            "changed_count": plan.changed_count,
+            "plan": plan.plan,
+            "counts": plan.plan.counts(),
+            "changed_pages": pages,
             "changed": [
-                {
-                    "kind": e.kind,
-                    "key": e.key,
-                    "change": e.change,
-                    "revision": e.revision,
-                    "previous_revision": e.previous_revision,
-                    "revision_url": public.revision_path(e.kind, e.key, e.revision),
-                }
-                for e in plan.changed
+                _planned_row(e, titles.get(e.revision_id, "")) for e in entries
             ],
         },
-        status=400 if violations else 200,
+        status=400 if violations or form.errors else 200,
     )
 
 
-class ReleaseFeed(Feed):
-    """An Atom feed of releases, newest first, each entry linking to its release page."""
+class PlanPages:
+    """The changed entries of the release being previewed, as ``paginate`` cuts them.
+
+    Planning walks every record, so the page is planned once: for the page the request
+    asks for (counting along the way), and again only if that page does not exist."""
+
+    def __init__(self, request: HttpRequest, per_page: int = PAGE_SIZE):
+        requested = request.GET.get("page", "")
+        self.per_page = per_page
+        start = (int(requested) - 1) * per_page if requested.isdigit() and int(requested) else 0
+        self.plan = release_plan(preview=per_page, preview_offset=start)
+
+    def count(self) -> int:
+        return self.plan.changed_count
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, window: slice) -> list[PlannedEntry]:
+        start = window.start or 0
+        if start != self.plan.preview_offset:
+            self.plan = release_plan(preview=self.per_page, preview_offset=start)
+        return self.plan.changed
+
+
+def _planned_row(entry: PlannedEntry, title: str) -> dict:
+    """A changed record of the release being previewed, as ``_entry_row`` shows one that
+    was published."""
+    kind, key, number, previous = entry.kind, entry.key, entry.revision, entry.previous_revision
+    return {
+        "kind": kind,
+        "kind_label": RECORD_KINDS[kind],
+        "key": key,
+        "title": title,
+        "change": entry.change,
+        "revision": number,
+        "previous_revision": previous,
+        "record_url": public.record_path(kind, key),
+        "revision_url": public.revision_path(kind, key, number),
+        "diff_url": public.diff_path(kind, key, previous, number) if previous else "",
+    }
+
+
+# Records listed in one entry of the releases feed (the rest: "and N more" and the page).
+FEED_RECORDS = 50
+
+
+@dataclass(frozen=True)
+class FeedRecord:
+    """A record a release changed, as a feed entry lists it."""
+
+    release_id: int
+    kind: str
+    key: str
+    change: str
+    revision: int
+    title: str
+
+    @property
+    def revision_url(self) -> str:
+        return public.revision_path(self.kind, self.key, self.revision)
+
+    @property
+    def name(self) -> str:
+        return f"{RECORD_KINDS[self.kind]} {self.key}" + (f" — {self.title}" if self.title else "")
+
+
+def feed_records(releases: list[Release], per_release: int) -> dict[int, list[FeedRecord]]:
+    """The first ``per_release`` changed records of each release (kind, then key), with
+    their titles as released. One query, however many releases."""
+    rows = (
+        ReleaseEntry.objects.filter(release__in=releases)
+        .exclude(change=ReleaseChange.UNCHANGED)
+        .annotate(
+            place=Window(
+                RowNumber(), partition_by=F("release_id"), order_by=["record_kind", "record_key"]
+            )
+        )
+        .filter(place__lte=per_release)
+        .order_by("release_id", "record_kind", "record_key")
+        .values_list(
+            "release_id",
+            "record_kind",
+            "record_key",
+            "change",
+            "revision__number",
+            "revision__released__title",
+        )
+    )
+    records: dict[int, list[FeedRecord]] = {release.pk: [] for release in releases}
+    for release_id, kind, key, change, number, title in rows:
+        records[release_id].append(FeedRecord(release_id, kind, key, change, number, title or ""))
+    return records
+
+
+class AbsoluteFeed(Feed):
+    """A feed whose entries link records by absolute URL (feed readers resolve no
+    relative links in entry content): ``get_object`` keeps the site's root."""
 
     feed_type = Atom1Feed
+    author_name = "claimsdb"
+
+    def get_object(self, request: HttpRequest, *args, **kwargs) -> str:
+        return request.build_absolute_uri("/").rstrip("/")
+
+
+class ReleaseFeed(AbsoluteFeed):
+    """An Atom feed of the latest ``FEED_SIZE`` releases, newest first: each entry links to
+    its release page and lists the records the release changed, each with its change."""
+
     title = "claimsdb releases"
     link = "/releases/"
     subtitle = "Each release publishes the ready revision of every record that changed."
-    author_name = "claimsdb"
 
-    def items(self):
-        return public.release_list()[:FEED_SIZE]
+    def items(self, root: str):
+        releases = list(public.release_list()[:FEED_SIZE])
+        records = feed_records(releases, FEED_RECORDS)
+        for release in releases:
+            release.feed_records = records[release.pk]
+            release.feed_root = root
+        return releases
 
     def item_title(self, item: Release) -> str:
         return f"Release {item.number}"
@@ -187,7 +304,19 @@ class ReleaseFeed(Feed):
     def item_description(self, item: Release) -> str:
         counts = public.release_counts(item)
         summary = ", ".join(f"{counts[c]} {c}" for c in ReleaseChange.values if counts[c])
-        return f"{item.notes}\n\n{summary or 'no records'}."
+        changed = sum(n for c, n in counts.items() if c != ReleaseChange.UNCHANGED)
+        more = changed - len(item.feed_records)
+        return render_to_string(
+            "releases/feed_entry.html",
+            {
+                "notes": item.notes,
+                "summary": summary or "no records",
+                "records": item.feed_records,
+                "root": item.feed_root,
+                "more": more,
+                "release_url": item.feed_root + release_path(item.number),
+            },
+        )
 
     def item_link(self, item: Release) -> str:
         return release_path(item.number)
@@ -197,6 +326,110 @@ class ReleaseFeed(Feed):
 
     def item_updateddate(self, item: Release):
         return item.published_at
+
+    def item_categories(self, item: Release) -> list[str]:
+        return [c for c in ReleaseChange.values if c != "unchanged" and item.change_counts.get(c)]
+
+
+# Releases listed by a case's feed.
+CASE_FEED_SIZE = 50
+
+
+@dataclass(frozen=True)
+class CaseFeedEntry:
+    """A release that changed the case, as the case's feed lists it."""
+
+    key: str
+    root: str  # the site's absolute root, for links in the entry's content
+    release: Release
+    change: str
+    revision: int
+    previous_revision: int | None
+    title: str
+
+
+class CaseFeed(AbsoluteFeed):
+    """``/cases/<key>/feed.atom``: the latest ``CASE_FEED_SIZE`` releases that changed a
+    case, newest first, each linking the revision it published (public data only: a case
+    no release published is a 404, as its page is for the public)."""
+
+    def get_object(self, request: HttpRequest, key: str) -> dict:
+        # one more than shown: the oldest shown entry's diff needs the revision before it
+        rows = list(
+            ReleaseEntry.objects.filter(record_kind="case", record_key=key)
+            .exclude(change=ReleaseChange.UNCHANGED)
+            .order_by("-release__number")
+            .values_list("release_id", "change", "revision__number", "revision__released__title")[
+                : CASE_FEED_SIZE + 1
+            ]
+        )
+        if not rows:
+            raise Http404(f"no released case {key}")
+        releases = Release.objects.in_bulk([row[0] for row in rows[:CASE_FEED_SIZE]])
+        root = super().get_object(request)
+        entries = [
+            CaseFeedEntry(
+                key,
+                root,
+                releases[release_id],
+                change,
+                number,
+                rows[index + 1][2] if index + 1 < len(rows) else None,
+                title or "",
+            )
+            for index, (release_id, change, number, title) in enumerate(rows[:CASE_FEED_SIZE])
+        ]
+        return {"key": key, "entries": entries}
+
+    def title(self, obj: dict) -> str:
+        latest = obj["entries"][0].title
+        return f"claimsdb: case {obj['key']}" + (f" — {latest}" if latest else "")
+
+    def link(self, obj: dict) -> str:
+        return public.record_path("case", obj["key"])
+
+    def subtitle(self, obj: dict) -> str:
+        return f"The releases that published a new revision of case {obj['key']}."
+
+    def items(self, obj: dict) -> list[CaseFeedEntry]:
+        return obj["entries"]
+
+    def item_title(self, item: CaseFeedEntry) -> str:
+        return f"Release {item.release.number}: case {item.key} {item.change}"
+
+    def item_description(self, item: CaseFeedEntry) -> str:
+        key, root = item.key, item.root
+        previous = item.previous_revision
+        return render_to_string(
+            "releases/case_feed_entry.html",
+            {
+                "entry": item,
+                "key": key,
+                "notes": item.release.notes,
+                "release_url": root + release_path(item.release.number),
+                "revision_url": root + public.revision_path("case", key, item.revision),
+                "diff_url": (
+                    root + public.diff_path("case", key, previous, item.revision)
+                    if previous is not None
+                    else ""
+                ),
+            },
+        )
+
+    def item_link(self, item: CaseFeedEntry) -> str:
+        return public.revision_path("case", item.key, item.revision)
+
+    def item_guid(self, item: CaseFeedEntry) -> str:
+        return f"{item.root}{release_path(item.release.number)}#case-{item.key}"
+
+    def item_pubdate(self, item: CaseFeedEntry):
+        return item.release.published_at
+
+    def item_updateddate(self, item: CaseFeedEntry):
+        return item.release.published_at
+
+    def item_categories(self, item: CaseFeedEntry) -> list[str]:
+        return [item.change]
 
 
 def case_citation(request: HttpRequest, key: str, fmt: str) -> HttpResponse:

@@ -13,6 +13,7 @@ from claimsdb import selectors
 from claimsdb.models import AssessmentMethod
 
 from .. import stash
+from ..access import request_has_role
 from ..editing import RecordEditView, ViolationPlacer, list_rows, row_data
 from ..forms import (
     AssessmentForm,
@@ -58,7 +59,15 @@ class CaseFieldsEditView(RecordEditView):
     page_title = "Edit case"
 
     def build_forms(self, data, document):
-        return {"case": CaseForm(data, initial=CaseForm.initial_from(document), prefix="case")}
+        return {
+            "case": CaseForm(
+                data,
+                initial=CaseForm.initial_from(document),
+                prefix="case",
+                may_set_ready=request_has_role(self.request, "reviewer"),
+                current_status=document["status"],
+            )
+        }
 
     def build_document(self, document, section, placer: ViolationPlacer):
         form = section["case"]
@@ -79,7 +88,14 @@ class CaseCreateView(RecordEditView):
     default_summary = "New case"
 
     def build_forms(self, data, document):
-        return {"case": NewCaseForm(data, initial={"status": "draft"}, prefix="case")}
+        return {
+            "case": NewCaseForm(
+                data,
+                initial={"status": "draft"},
+                prefix="case",
+                may_set_ready=request_has_role(self.request, "reviewer"),
+            )
+        }
 
     def build_document(self, document, section, placer):
         form = section["case"]
