@@ -21,11 +21,14 @@ Every figure is a ratio of two measurements made in the same run, on throwaway d
   against a raw floor: deleting and re-inserting the case's rows (and the rows that point
   at them) with ``executemany``, plus one chained revision row, in one transaction;
 * ``GET /api/v1/cases/<key>/`` through Django's test client (signed in) against the same
-  rows fetched with one psycopg query per table plus ``json.dumps``; the case list page
-  and a search against the bare SQL behind them (a page of ``PAGE_SIZE`` cases by key
-  with the count; a GIN-indexed ``tsvector`` search of case, claim and source texts), p95;
+  rows fetched with one psycopg query per table, the keys they name, plus ``json.dumps``;
+  the case list page and a search against the bare SQL behind what they show (a page of
+  ``PAGE_SIZE`` cases by key with their claim counts, revisions, tags and current
+  assessments, and the count; on GIN-indexed ``tsvector`` tables of case, claim and
+  source texts, the hits of each kind counted and a page of them highlighted), p95;
 * ``verify_history`` against streaming the same revision rows and hashing the same bytes
-  with ``hashlib.sha256``; ``publish_release``, ``export_records`` and ``check_rules``
+  with ``hashlib.sha256``, then streaming the live records' rows and latest snapshots;
+  ``publish_release``, ``export_records`` and ``check_rules``
   rates; the peak memory of every command at the two large sizes, each in its own child
   process: ``tracemalloc`` peak (in a separate traced run) and ``ru_maxrss``.
 
@@ -51,6 +54,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -61,7 +65,13 @@ sys.path.insert(0, str(ROOT))
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/claimsdb"
 USER = "bench-reviewer"
 PAGE_SIZE = 50  # rows of the list floor's page
-SEARCH_LIMIT = 50  # hits per kind of the search floor
+SEARCH_PAGE = 20  # hits on a page of search results (claimsdb.search.PER_PAGE)
+# the search floor's own tables: a GIN-indexed tsvector of each kind's texts
+SEARCH_TABLES = {
+    "case": "bench_case_text",
+    "claim": "bench_claim_text",
+    "source": "bench_source_text",
+}
 QUICK = {"cases": 24, "small_cases": 12, "update_cases": 12, "revisions": 400, "repeats": 3}
 
 
@@ -323,6 +333,35 @@ def _case_rows(cursor, case_pk: int) -> dict[str, tuple[list[str], list[tuple]]]
     return rows
 
 
+
+def _named_keys(cursor, rows: dict[str, tuple[list[str], list[tuple]]]) -> dict[str, dict]:
+    """``{table: {id: key}}`` of the sources, methods and cases that ``rows`` point at
+    through their foreign keys (a case document names them by key): one query a table."""
+    from psycopg import sql
+
+    from claimsdb.models import AssessmentMethod, Case, Source
+
+    wanted: dict[Any, set] = {Source: set(), AssessmentMethod: set(), Case: set()}
+    for model in _app_models():
+        if model._meta.db_table not in rows:
+            continue
+        columns, table_rows = rows[model._meta.db_table]
+        for field in model._meta.concrete_fields:
+            if field.many_to_one and field.related_model in wanted:
+                at = columns.index(field.column)
+                wanted[field.related_model].update(row[at] for row in table_rows)
+    keys = {}
+    for model, ids in wanted.items():
+        cursor.execute(
+            sql.SQL("SELECT id, key FROM {} WHERE id = ANY(%s)").format(
+                sql.Identifier(model._meta.db_table)
+            ),
+            [sorted(ids)],
+        )
+        keys[model._meta.db_table] = dict(cursor.fetchall())
+    return keys
+
+
 def _case_pk(key: str) -> int:
     from claimsdb.models import Case
 
@@ -488,7 +527,15 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
     from django.test import Client
     from psycopg import sql
 
-    from claimsdb.models import Case, Claim, Revision, Source
+    from claimsdb.models import (
+        Assessment,
+        AssessmentMethod,
+        Case,
+        CaseTag,
+        Claim,
+        Revision,
+        Source,
+    )
 
     client = Client()
     client.force_login(User.objects.get(username=USER))
@@ -535,31 +582,34 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
                 [key],
             )
             etag = cursor.fetchone()[0]
-            # the keys of the sources and methods the rows name
-            source_ids = [
-                row[columns.index("source_id")]
-                for columns, table_rows in rows.values()
-                if "source_id" in columns
-                for row in table_rows
-            ]
-            cursor.execute(
-                sql.SQL("SELECT id, key FROM {} WHERE id = ANY(%s)").format(
-                    sql.Identifier(Source._meta.db_table)
-                ),
-                [source_ids],
-            )
-            sources = dict(cursor.fetchall())
-            json.dumps(
-                {"etag": etag, "rows": rows, "sources": sources}, default=str, sort_keys=True
-            )
+            # the keys the document names the sources, methods and other cases by
+            keys = _named_keys(cursor, rows)
+            json.dumps({"etag": etag, "rows": rows, "keys": keys}, default=str, sort_keys=True)
 
     result["api_floor"] = _timed(api_floor, repeats)
 
     def list_floor() -> None:
+        # what one page of the list shows, and the count above it: each case's columns,
+        # claim count, latest revision, tags and current assessment (with its method's key)
         with connection.cursor() as cursor:
             cursor.execute(
-                sql.SQL("SELECT key, title, status, summary FROM {} ORDER BY key LIMIT %s").format(
-                    sql.Identifier(case_table)
+                sql.SQL(
+                    "SELECT c.key, c.title, c.status, c.summary, "
+                    "(SELECT count(*) FROM {claim} WHERE case_id = c.id AND status <> 'withdrawn'), "
+                    "(SELECT max(number) FROM {revision} WHERE record_kind = 'case' "
+                    "AND record_key = c.key), "
+                    "(SELECT array_agg(name ORDER BY name) FROM {tag} WHERE case_id = c.id), "
+                    "(SELECT json_build_array(m.key, a.values, a.impact, a.assessed_on) "
+                    "FROM {assessment} a JOIN {method} m ON m.id = a.method_id "
+                    "WHERE a.case_id = c.id ORDER BY a.position DESC LIMIT 1) "
+                    "FROM {case} c ORDER BY c.key LIMIT %s"
+                ).format(
+                    claim=sql.Identifier(Claim._meta.db_table),
+                    revision=sql.Identifier(Revision._meta.db_table),
+                    tag=sql.Identifier(CaseTag._meta.db_table),
+                    assessment=sql.Identifier(Assessment._meta.db_table),
+                    method=sql.Identifier(AssessmentMethod._meta.db_table),
+                    case=sql.Identifier(case_table),
                 ),
                 [PAGE_SIZE],
             )
@@ -575,22 +625,22 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
             (
                 "bench_case_text",
                 sql.SQL(
-                    "SELECT key, title, summary, to_tsvector('english', title || ' ' || "
-                    "summary) AS tsv FROM {}"
+                    "SELECT key, title, summary AS body, to_tsvector('english', title || ' ' "
+                    "|| summary) AS tsv FROM {}"
                 ).format(sql.Identifier(case_table)),
             ),
             (
                 "bench_claim_text",
                 sql.SQL(
-                    "SELECT claim_id AS key, statement AS title, to_tsvector('english', "
-                    "statement) AS tsv FROM {}"
+                    "SELECT claim_id AS key, claim_id AS title, statement AS body, "
+                    "to_tsvector('english', statement) AS tsv FROM {}"
                 ).format(sql.Identifier(Claim._meta.db_table)),
             ),
             (
                 "bench_source_text",
-                sql.SQL("SELECT key, title, to_tsvector('english', title) AS tsv FROM {}").format(
-                    sql.Identifier(Source._meta.db_table)
-                ),
+                sql.SQL(
+                    "SELECT key, title, '' AS body, to_tsvector('english', title) AS tsv FROM {}"
+                ).format(sql.Identifier(Source._meta.db_table)),
             ),
         ):
             cursor.execute(
@@ -601,27 +651,52 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
             )
             cursor.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
 
+    # what the results page shows: the hits of each kind counted, and one page of the
+    # best-ranked hits of every kind with their title and an excerpt highlighted
+    matches = sql.SQL(" UNION ALL ").join(
+        sql.SQL(
+            "SELECT {} AS kind, key, title, body, ts_rank(tsv, q) AS rank FROM {}, words "
+            "WHERE tsv @@ q"
+        ).format(sql.Literal(kind), sql.Identifier(name))
+        for kind, name in SEARCH_TABLES.items()
+    )
+    count_query = sql.SQL(
+        "WITH words AS (SELECT websearch_to_tsquery('english', %s) AS q) "
+        "SELECT kind, count(*) FROM ({}) hits GROUP BY kind"
+    ).format(matches)
+    page_query = sql.SQL(
+        "WITH words AS (SELECT websearch_to_tsquery('english', %s) AS q) "
+        "SELECT kind, key, ts_headline('english', title, q, 'HighlightAll=true'), "
+        "ts_headline('english', body, q, 'MaxWords=35, MinWords=15, MaxFragments=2') "
+        "FROM (SELECT * FROM ({}) hits ORDER BY rank DESC, kind, key LIMIT %s) page, words "
+        "ORDER BY rank DESC, kind, key"
+    ).format(matches)
+
     def search_floor() -> None:
         with connection.cursor() as cursor:
-            for name in ("bench_case_text", "bench_claim_text", "bench_source_text"):
-                cursor.execute(
-                    sql.SQL(
-                        "SELECT key, title, ts_rank(tsv, q) AS rank FROM {}, "
-                        "websearch_to_tsquery('english', %s) q WHERE tsv @@ q "
-                        "ORDER BY rank DESC, key LIMIT %s"
-                    ).format(sql.Identifier(name)),
-                    [word, SEARCH_LIMIT],
-                )
-                cursor.fetchall()
+            cursor.execute(count_query, [word])
+            cursor.fetchall()
+            cursor.execute(page_query, [word, SEARCH_PAGE])
+            cursor.fetchall()
 
     result["search_floor"] = _timed(search_floor, repeats)
     return result
 
 
+# The tables whose rows make the live records verify_history compares with their snapshots.
+LIVE_TABLE_MODELS = (
+    "Case", "CaseTag", "Claim", "EvidenceLink", "Assessment", "Control", "Unknown", "Figure",
+    "Attribution", "Relation", "ReproductionRun", "Source", "AssessmentMethod", "ScopeRule",
+)  # fmt: skip
+
+
 @child
 def child_verify_floor() -> dict:
-    """Stream every revision row and hash the same bytes with hashlib.sha256."""
+    """What verify_history reads, without what it builds: every revision row streamed and
+    hashed (its snapshot, and its chained fields in the very bytes the ledger hashes), then
+    every live record's rows and each record's latest snapshot streamed."""
     setup_django()
+    from django.apps import apps
     from django.db import connection, transaction
     from psycopg import sql
 
@@ -632,7 +707,29 @@ def child_verify_floor() -> dict:
         "created_at", "snapshot", "snapshot_sha256", "previous_hash", "chain_hash",
     ]  # fmt: skip
     columns = [Revision._meta.get_field(n).column for n in names]
-    count = size = 0
+    rev = dict(zip(names, columns, strict=True))
+    encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    with connection.cursor() as plain:
+        statements = [
+            sql.SQL("SELECT {} FROM {}").format(
+                _ident(*_columns(plain, model._meta.db_table)),
+                sql.Identifier(model._meta.db_table),
+            )
+            for model in (apps.get_model("claimsdb", name) for name in LIVE_TABLE_MODELS)
+        ]
+    statements.append(
+        sql.SQL(
+            "SELECT DISTINCT ON ({kind}, {key}) {kind}, {key}, {number}, {snapshot} FROM {} "
+            "ORDER BY {kind}, {key}, {number} DESC"
+        ).format(
+            sql.Identifier(Revision._meta.db_table),
+            kind=sql.Identifier(rev["record_kind"]),
+            key=sql.Identifier(rev["record_key"]),
+            number=sql.Identifier(rev["number"]),
+            snapshot=sql.Identifier(rev["snapshot"]),
+        )
+    )
+    count = size = rows = 0
     start = time.perf_counter()
     with transaction.atomic():
         connection.ensure_connection()
@@ -647,15 +744,27 @@ def child_verify_floor() -> dict:
             )
             for row in cursor:
                 snapshot = row[8].encode("utf-8")
-                digest = hashlib.sha256(snapshot).hexdigest()
-                chained = "\x1f".join(
-                    [row[10], str(row[0]), row[1], row[2], row[3], str(row[4]), row[5],
-                     str(row[6]), row[7].isoformat(), digest]
+                hashlib.sha256(snapshot).hexdigest()
+                moment = row[7].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+                chained = encode(
+                    [row[10], str(row[0]), row[1], row[2], row[3],
+                     "material" if row[4] else "editorial", row[5], str(row[6]), moment, row[9]]
                 ).encode("utf-8")  # fmt: skip
                 hashlib.sha256(chained).hexdigest()
                 count += 1
                 size += len(snapshot) + len(chained)
-    return {"seconds": time.perf_counter() - start, "revisions": count, "bytes": size}
+        for index, statement in enumerate(statements):
+            with connection.connection.cursor(name=f"bench_verify_live_{index}") as cursor:
+                cursor.itersize = 2000
+                cursor.execute(statement)
+                for _ in cursor:
+                    rows += 1
+    return {
+        "seconds": time.perf_counter() - start,
+        "revisions": count,
+        "bytes": size,
+        "live_rows": rows,
+    }
 
 
 # --- the orchestrating process ------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
@@ -29,7 +29,6 @@ from claimsdb.records.stream import (
     Progress,
     document_batches,
     in_key_order,
-    keyset_batches,
     record_count,
     reported_batches,
 )
@@ -83,47 +82,64 @@ CHAIN_FIELDS = (
 
 
 def _chain_problems(batch_size: int, progress: Progress) -> Iterator[str]:
+    """The revisions in number order, streamed as plain tuples: one query over a
+    server-side cursor on PostgreSQL (``batch_size`` rows fetched at a time), no model
+    instance per revision, each snapshot hashed from the text as stored."""
     expected_number = 1
     previous_hash = GENESIS_HASH
-    revisions = Revision.objects.only(*CHAIN_FIELDS)
-    for revision in _batches(
-        "revisions", Revision.objects.count, revisions, "number", batch_size, progress
+    rows = Revision.objects.order_by("number").values_list(*CHAIN_FIELDS)
+    for batch in reported_batches(
+        "revisions", Revision.objects.count, _chunks(rows, batch_size), progress
     ):
-        if revision.number != expected_number:
-            yield (
-                f"revision {expected_number}"
-                + (f"–{revision.number - 1}" if revision.number - 1 > expected_number else "")
-                + f" missing: the ledger jumps to revision {revision.number}"
+        for (
+            number,
+            record_kind,
+            record_key,
+            action,
+            material,
+            summary,
+            author_id,
+            created_at,
+            snapshot,
+            snapshot_sha256,
+            stored_previous,
+            stored_chain,
+        ) in batch:
+            if number != expected_number:
+                yield (
+                    f"revision {expected_number}"
+                    + (f"–{number - 1}" if number - 1 > expected_number else "")
+                    + f" missing: the ledger jumps to revision {number}"
+                )
+            if stored_previous != previous_hash:
+                yield (
+                    f"revision {number}: its previous hash does not match revision "
+                    f"{number - 1}'s chain hash"
+                )
+            if sha256_text(snapshot) != snapshot_sha256:
+                yield (
+                    f"revision {number}: the snapshot does not match its SHA-256 "
+                    "(the snapshot was edited)"
+                )
+            recomputed = chain_hash(
+                previous_hash=stored_previous,
+                number=number,
+                record_kind=record_kind,
+                record_key=record_key,
+                action=action,
+                material=material,
+                summary=summary,
+                author_id=author_id,
+                created_at=created_at,
+                snapshot_sha256=snapshot_sha256,
             )
-        if revision.previous_hash != previous_hash:
-            yield (
-                f"revision {revision.number}: its previous hash does not match revision "
-                f"{revision.number - 1}'s chain hash"
-            )
-        if sha256_text(revision.snapshot) != revision.snapshot_sha256:
-            yield (
-                f"revision {revision.number}: the snapshot does not match its SHA-256 "
-                "(the snapshot was edited)"
-            )
-        recomputed = chain_hash(
-            previous_hash=revision.previous_hash,
-            number=revision.number,
-            record_kind=revision.record_kind,
-            record_key=revision.record_key,
-            action=revision.action,
-            material=revision.material,
-            summary=revision.summary,
-            author_id=revision.author_id,
-            created_at=revision.created_at,
-            snapshot_sha256=revision.snapshot_sha256,
-        )
-        if recomputed != revision.chain_hash:
-            yield (
-                f"revision {revision.number}: the chain hash does not match its contents "
-                "(metadata or snapshot hash was edited)"
-            )
-        previous_hash = revision.chain_hash
-        expected_number = revision.number + 1
+            if recomputed != stored_chain:
+                yield (
+                    f"revision {number}: the chain hash does not match its contents "
+                    "(metadata or snapshot hash was edited)"
+                )
+            previous_hash = stored_chain
+            expected_number = number + 1
     head = LedgerHead.objects.filter(pk=1).first()
     if head and head.number != expected_number - 1:
         yield (
@@ -183,19 +199,17 @@ def _deleted_record_problems(kind: str) -> Iterator[str]:
         yield f"{kind} {key}: has revisions but no live record (deleted behind the ledger)"
 
 
-def _batches(
-    label: str,
-    total: Callable[[], int],
-    queryset: QuerySet,
-    field: str,
-    batch_size: int,
-    progress: Progress,
-) -> Iterator[Any]:
-    """The rows of ``queryset`` one by one, read in keyset batches on ``field``."""
-    for batch in reported_batches(
-        label, total, keyset_batches(queryset, field=field, batch_size=batch_size), progress
-    ):
-        yield from batch
+def _chunks(rows: QuerySet, size: int) -> Iterator[list[Any]]:
+    """The rows of one query in lists of ``size``, fetched ``size`` at a time (a
+    server-side cursor on PostgreSQL): memory follows ``size``, and the query runs once."""
+    chunk: list[Any] = []
+    for row in rows.iterator(chunk_size=size):
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def check_rules(

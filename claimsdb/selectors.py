@@ -315,37 +315,13 @@ def current_assessment_filter(dimension: str, value: str) -> Any:
 def case_list_filtered(
     *, status: str = "", tag: str = "", values: dict[str, str] | None = None
 ) -> QuerySet[Case]:
-    """Cases for the list page, with tags, assessments, claim counts and latest revisions.
+    """The cases the list page shows, by key: the page is cut on it (``page_keys``) and
+    its rows read with ``case_list_rows``.
 
     ``values`` filters on the current assessment: ``{dimension key: value key}``; the caller
     checks the keys against the methods' vocabularies.
     """
-    from django.db.models import OuterRef, Prefetch, Subquery
-
-    from claimsdb.models import Assessment, Claim
-
-    latest = Revision.objects.filter(record_kind="case", record_key=OuterRef("key")).order_by(
-        "-number"
-    )
-    cases = (
-        Case.objects.prefetch_related(
-            "tags",
-            Prefetch(
-                "assessments",
-                queryset=Assessment.objects.select_related("method").order_by("position"),
-            ),
-        )
-        .annotate(
-            # correlated subqueries, worked out for the rows of one page only (a join and
-            # GROUP BY would count the claims of every case before the page is cut)
-            # a withdrawn claim stays in its case but no longer counts as one of its claims
-            claim_count=count_of(
-                Claim.objects.filter(case=OuterRef("pk")).exclude(status="withdrawn"), "case"
-            ),
-            latest_revision=Subquery(latest.values("number")[:1]),
-        )
-        .order_by("key")
-    )
+    cases = Case.objects.order_by("key")
     if status:
         cases = cases.filter(status=status)
     if tag:
@@ -353,6 +329,61 @@ def case_list_filtered(
     for dimension, value in (values or {}).items():
         cases = cases.filter(current_assessment_filter(dimension, value))
     return cases
+
+
+def case_list_rows(keys: list[int]) -> list[dict[str, Any]]:
+    """One page of the case list (primary keys, in page order) as plain rows: key, title,
+    status, summary, claim count, latest revision number, tags (by name) and the current
+    assessment (``None``, or its method key, values, impact and date).
+
+    Three queries whatever the page holds, and no model instances: the case columns with
+    the correlated count and revision (worked out for the page's rows only), the page's
+    tags, and the page's current assessments alone.
+    """
+    from django.db.models import OuterRef, Subquery
+
+    from claimsdb.models import Assessment, CaseTag, Claim
+
+    latest = Revision.objects.filter(record_kind="case", record_key=OuterRef("key")).order_by(
+        "-number"
+    )
+    found = {
+        row["pk"]: row
+        for row in Case.objects.filter(pk__in=keys)
+        .annotate(
+            # a withdrawn claim stays in its case but no longer counts as one of its claims
+            claim_count=count_of(
+                Claim.objects.filter(case=OuterRef("pk")).exclude(status="withdrawn"), "case"
+            ),
+            latest_revision=Subquery(latest.values("number")[:1]),
+        )
+        .order_by()
+        .values("pk", "key", "title", "status", "summary", "claim_count", "latest_revision")
+    }
+    for row in found.values():
+        row["tags"] = []
+        row["assessment"] = None
+    for case_id, name in (
+        CaseTag.objects.filter(case_id__in=list(found)).order_by("case_id", "name").values_list(
+            "case_id", "name"
+        )
+    ):
+        found[case_id]["tags"].append(name)
+    newest = (
+        Assessment.objects.filter(case=OuterRef("case")).order_by("-position").values("position")
+    )
+    for case_id, method, chosen, impact, assessed_on in (
+        Assessment.objects.filter(case_id__in=list(found), position=Subquery(newest[:1]))
+        .order_by()
+        .values_list("case_id", "method__key", "values", "impact", "assessed_on")
+    ):
+        found[case_id]["assessment"] = {
+            "method": method,
+            "values": chosen,
+            "impact": impact,
+            "assessed_on": assessed_on,
+        }
+    return [found[key] for key in keys if key in found]
 
 
 def case_tags() -> list[str]:

@@ -276,14 +276,15 @@ def queries(command: Callable[[], object]) -> int:
 
 
 # Queries one more batch of cases (and of their revisions, and release entries) costs: the
-# case rows and the eleven relations ``case_queryset`` prefetches; verify_history adds a
-# batch of revisions and the batch's latest snapshots, check_rules the context lookups (six
-# at most: none is made for references a batch lacks, here relations to other cases).
+# case rows and ten for their related rows (both directions of relations in one);
+# verify_history adds the batch's latest snapshots (its revisions stream through one query,
+# read in chunks of the batch size), check_rules the context lookups (six at most: none is
+# made for references a batch lacks, here relations to other cases).
 PER_BATCH = {
-    "export_records": 12,
+    "export_records": 11,
     "export_records --release": 1,
-    "verify_history": 1 + 12 + 1,
-    "check_rules": 12 + 5,
+    "verify_history": 11 + 1,
+    "check_rules": 11 + 5,
 }
 
 

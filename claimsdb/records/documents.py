@@ -20,6 +20,7 @@ from claimsdb.models import (
 )
 
 from . import schema
+from .batched import CASE_FIELDS, case_documents
 from .canonical import json_number
 from .errors import RuleViolation, RuleViolations
 
@@ -156,10 +157,13 @@ def method_document(method: AssessmentMethod) -> dict[str, Any]:
 
 
 def record_document(kind: str, key: str) -> dict[str, Any] | None:
-    """The live document of one record, or None if it does not exist."""
+    """The live document of one record, or None if it does not exist.
+
+    A case is built from plain rows (``case_documents``: the same document as
+    ``case_document``, in as many queries, without a model instance per row)."""
     if kind == "case":
-        case = case_queryset().filter(key=key).first()
-        return case_document(case) if case else None
+        case = Case.objects.only(*CASE_FIELDS).filter(key=key).first()
+        return case_documents([case])[0] if case else None
     if kind == "source":
         source = Source.objects.filter(key=key).first()
         return source_document(source) if source else None

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.defaultfilters import pluralize
+from django.utils.formats import date_format
+from django.utils.text import Truncator
 
 from claimsdb import choices, public, search, selectors
 from claimsdb.models import AssessmentMethod
 
 from ..access import reads_released, request_has_role
-from ..pagination import paginate, paginate_rows
+from ..pagination import paginate
 from ..presenters import label, method_from_document, parse_date
 
 RECENT_RELEASES = 5
@@ -73,39 +76,54 @@ def _assessment_profile(assessment: dict | None, labels: dict) -> list[tuple[str
 
 
 def _case_row(key, document_fields: dict, assessment: dict | None, labels: dict) -> dict:
+    """What one row of the case list shows, its texts put together here rather than in the
+    template: the page renders fifty rows, and each template tag costs more than this."""
+    profile = _assessment_profile(assessment, labels)
+    meta = []
+    if not profile:  # an assessment without values reads as none, as it always has
+        meta.append("not assessed")
+    else:
+        meta.extend(f"{name}: {value}" for name, value in profile)
+        impact = assessment["impact"]
+        meta.append(f"impact {'ungraded' if impact is None else impact}")
+        meta.append(f"assessed {date_format(assessment['assessed_on'], 'M j, Y')}")
+    claims = document_fields["claim_count"]
+    meta.append(f"{claims} claim{pluralize(claims)}")
+    if document_fields["revision"]:
+        meta.append(f"revision {document_fields['revision']}")
     return {
         "key": key,
         **document_fields,
         "status_label": label("case_status", document_fields["status"]),
-        "profile": _assessment_profile(assessment, labels),
+        "summary_shown": Truncator(document_fields["summary"]).chars(SUMMARY_CHARS),
+        "profile": profile,
         "impact": None if assessment is None else assessment["impact"],
         "assessed_on": None if assessment is None else assessment["assessed_on"],
+        "meta": " · ".join(meta),
     }
 
 
-def _working_case_rows(cases, labels: dict) -> list[dict]:
-    rows = []
-    for case in cases:
-        assessments = list(case.assessments.all())
-        current = assessments[-1] if assessments else None
-        fields = {
-            "status": case.status,
-            "title": case.title,
-            "summary": case.summary,
-            "tags": [t.name for t in case.tags.all()],
-            "claim_count": case.claim_count,
-            "revision": case.latest_revision,
-        }
-        assessment = None
-        if current is not None:
-            assessment = {
-                "method": current.method.key,
-                "values": current.values,
-                "impact": current.impact,
-                "assessed_on": current.assessed_on,
-            }
-        rows.append(_case_row(case.key, fields, assessment, labels))
-    return rows
+SUMMARY_CHARS = 260  # of a case's summary in the list
+
+
+def _working_case_rows(cases: list[dict], labels: dict) -> list[dict]:
+    """Rows of ``selectors.case_list_rows`` as the list shows them."""
+    return [
+        _case_row(
+            case["key"],
+            {
+                "status": case["status"],
+                "title": case["title"],
+                "summary": case["summary"],
+                "tags": case["tags"],
+                "claim_count": case["claim_count"],
+                "revision": case["latest_revision"],
+            },
+            case["assessment"],
+            labels,
+        )
+        for case in cases
+    ]
 
 
 def _released_case_matches(document: dict, tag: str, values: dict) -> bool:
@@ -180,7 +198,9 @@ def case_list(request: HttpRequest) -> HttpResponse:
         rows = _released_case_rows(pages.items, labels)
     else:
         cases = selectors.case_list_filtered(status=status, tag=tag, values=values)
-        pages = paginate_rows(request, cases, noun="case")
+        pages = paginate(
+            request, selectors.page_keys(cases), noun="case", load=selectors.case_list_rows
+        )
         rows = _working_case_rows(pages.items, labels)
     return render(
         request,

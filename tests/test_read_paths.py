@@ -1,0 +1,83 @@
+"""The plain-row read paths: a case's document, the case list's rows, and the ledger that
+verify_history streams. Each must say exactly what the model-instance reads said."""
+
+from __future__ import annotations
+
+import copy
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from claimsdb import selectors
+from claimsdb.integrity import verify_history
+from claimsdb.models import Case, Revision
+from claimsdb.records import case_document, case_queryset, record_document
+from claimsdb.services import record_update
+
+from .test_web_support import signed_in
+
+
+def test_a_case_document_is_the_prefetched_document(seeded):
+    cases = list(case_queryset().order_by("key"))
+    assert cases
+    for case in cases:
+        assert record_document("case", case.key) == case_document(case), case.key
+    assert record_document("case", "NO-SUCH-CASE") is None
+
+
+def _with_newer_assessment(reviewer) -> dict:
+    """CP22-003 with a second, newer assessment whose values differ from the first's."""
+    document = record_document("case", "CP22-003")
+    newer = copy.deepcopy(document["assessments"][-1])
+    newer["assessed_on"] = "2031-02-03"
+    dimension = next(iter(newer["values"]))
+    method = next(m for m in selectors.method_list() if m.key == newer["method"])
+    choices = next(d["values"] for d in method.dimensions if d["key"] == dimension)
+    newer["values"][dimension] = next(
+        v["key"] for v in choices if v["key"] != newer["values"][dimension]
+    )
+    document["assessments"].append(newer)
+    record_update(kind="case", key="CP22-003", document=document, user=reviewer, summary="newer")
+    return document
+
+
+def test_case_list_rows_show_the_current_assessment(seeded, reviewer):
+    document = _with_newer_assessment(reviewer)
+    case = Case.objects.get(key="CP22-003")
+    (row,) = selectors.case_list_rows([case.pk])
+    newest = document["assessments"][-1]
+    assert row["key"] == "CP22-003"
+    assert row["title"] == document["title"]
+    assert row["tags"] == sorted(document["tags"])
+    assert row["claim_count"] == len(document["claims"])
+    assert row["latest_revision"] == (
+        Revision.objects.filter(record_kind="case", record_key="CP22-003")
+        .order_by("-number")
+        .values_list("number", flat=True)
+        .first()
+    )
+    assert row["assessment"]["values"] == newest["values"]
+    assert row["assessment"]["assessed_on"].isoformat() == "2031-02-03"
+    assert row["assessment"]["method"] == newest["method"]
+
+
+def test_case_list_page_shows_the_newest_assessment(seeded, reviewer, viewer):
+    _with_newer_assessment(reviewer)
+    body = signed_in(viewer).get("/cases/").content.decode()
+    start = body.index('<span class="key">CP22-003</span>')
+    row = body[start : body.index("</li>", start)]
+    assert "assessed Feb 3, 2031" in row
+
+
+def test_verify_history_reads_the_ledger_in_one_query(seeded, reviewer):
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert verify_history(batch_size=2) == []
+        return len(captured)
+
+    before = queries()
+    for n in range(6):  # six more revisions: three more batches of two
+        document = record_document("case", "CP22-003")
+        document["summary"] = f"Edit {n}"
+        record_update(kind="case", key="CP22-003", document=document, user=reviewer, summary=str(n))
+    assert queries() == before
