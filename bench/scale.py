@@ -595,7 +595,8 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
             cursor.execute(
                 sql.SQL(
                     "SELECT c.key, c.title, c.status, c.summary, "
-                    "(SELECT count(*) FROM {claim} WHERE case_id = c.id AND status <> 'withdrawn'), "
+                    "(SELECT count(*) FROM {claim} WHERE case_id = c.id "
+                    "AND status <> 'withdrawn'), "
                     "(SELECT max(number) FROM {revision} WHERE record_kind = 'case' "
                     "AND record_key = c.key), "
                     "(SELECT array_agg(name ORDER BY name) FROM {tag} WHERE case_id = c.id), "
