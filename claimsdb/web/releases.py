@@ -104,13 +104,21 @@ def release_detail(request: HttpRequest, number: int) -> HttpResponse:
 
 
 def _entry_row(entry, title: str, previous: int | None) -> dict:
-    kind, key, number = entry.record_kind, entry.record_key, entry.revision.number
+    return _change_row(
+        entry.record_kind, entry.record_key, title, entry.change, entry.revision.number, previous
+    )
+
+
+def _change_row(
+    kind: str, key: str, title: str, change: str, number: int, previous: int | None
+) -> dict:
+    """One record's line in a release's table (published or previewed): what it links to."""
     return {
         "kind": kind,
-        "kind_label": entry.get_record_kind_display(),
+        "kind_label": RECORD_KINDS[kind],
         "key": key,
         "title": title,
-        "change": entry.change,
+        "change": change,
         "revision": number,
         "previous_revision": previous,
         "record_url": public.record_path(kind, key),
@@ -204,19 +212,9 @@ class PlanPages:
 def _planned_row(entry: PlannedEntry, title: str) -> dict:
     """A changed record of the release being previewed, as ``_entry_row`` shows one that
     was published."""
-    kind, key, number, previous = entry.kind, entry.key, entry.revision, entry.previous_revision
-    return {
-        "kind": kind,
-        "kind_label": RECORD_KINDS[kind],
-        "key": key,
-        "title": title,
-        "change": entry.change,
-        "revision": number,
-        "previous_revision": previous,
-        "record_url": public.record_path(kind, key),
-        "revision_url": public.revision_path(kind, key, number),
-        "diff_url": public.diff_path(kind, key, previous, number) if previous else "",
-    }
+    return _change_row(
+        entry.kind, entry.key, title, entry.change, entry.revision, entry.previous_revision
+    )
 
 
 # Records listed in one entry of the releases feed (the rest: "and N more" and the page).

@@ -113,3 +113,19 @@ def sign_in(page, base_url: str, username: str) -> None:
 def artifact(name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS / name
+
+
+def add_claim(page, base_url: str, case: str, statement: str, summary: str) -> None:
+    """Adds a supported claim citing the seed's SGLang pull request, through the claim form."""
+    import re
+
+    page.goto(f"{base_url}/cases/{case}/claims/new/")
+    page.fill("#id_claim-statement", statement)
+    page.select_option("#id_claim-status", "supported")
+    page.select_option("#id_claim-basis", "reported_finding")
+    page.select_option("#id_evidence-0-source", "SRC-SGLANG-PR-35360")
+    page.select_option("#id_evidence-0-relation", "supports")
+    page.fill("#id_evidence-0-locator", "PR description")
+    page.fill("#id_summary", summary)
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_url(re.compile(rf"/cases/{case}/#claims$"))

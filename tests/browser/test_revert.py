@@ -7,7 +7,7 @@ import re
 from claimsdb.models import Revision
 from claimsdb.records import record_document
 
-from .conftest import artifact, sign_in
+from .conftest import add_claim, artifact, sign_in
 
 CASE = "CP22-003"
 NEW_CLAIM = "CLM-CP22-003-C"
@@ -34,24 +34,16 @@ def test_reviewer_previews_a_revert_in_words_then_confirms_it(seeded_site, new_p
     # the analyst: back to draft while checking, then ready again with a new claim
     analyst = new_page(javascript=False)
     sign_in(analyst, seeded_site, "analyst")
+    page = new_page(javascript=False)
+    sign_in(page, seeded_site, "reviewer")
     edit_status(analyst, seeded_site, "draft", "Back to draft while checking")
     draft = latest_number()
-    edit_status(analyst, seeded_site, "ready", "Checked: ready")
-    analyst.goto(f"{seeded_site}/cases/{CASE}/claims/new/")
-    analyst.fill("#id_claim-statement", "Deferred release closes the window for NIXL.")
-    analyst.select_option("#id_claim-status", "supported")
-    analyst.select_option("#id_claim-basis", "reported_finding")
-    analyst.select_option("#id_evidence-0-source", "SRC-SGLANG-PR-35360")
-    analyst.select_option("#id_evidence-0-relation", "supports")
-    analyst.fill("#id_evidence-0-locator", "PR description")
-    analyst.fill("#id_summary", "Add the NIXL claim")
-    analyst.get_by_role("button", name="Save").click()
-    analyst.wait_for_url(re.compile(rf"/cases/{CASE}/#claims$"))
+    edit_status(page, seeded_site, "ready", "Checked: ready")  # only a reviewer sets ready
+    add_claim(analyst, seeded_site, CASE, "Deferred release closes the window for NIXL.",
+              "Add the NIXL claim")  # fmt: skip
     added = latest_number()
 
     # the reviewer, JavaScript off: history → revert link → preview → confirm
-    page = new_page(javascript=False)
-    sign_in(page, seeded_site, "reviewer")
     page.goto(f"{seeded_site}/cases/{CASE}/history/")
     page.get_by_role("link", name=f"Revert to revision {draft}…").click()
     page.wait_for_url(re.compile(rf"/revisions/{draft}/revert/$"))
@@ -96,16 +88,8 @@ def test_diff_shows_an_added_claim_as_a_field_table(seeded_site, new_page):
     page = new_page()
     sign_in(page, seeded_site, "analyst")
     before = latest_number()
-    page.goto(f"{seeded_site}/cases/{CASE}/claims/new/")
-    page.fill("#id_claim-statement", "Deferred release closes the window for NIXL.")
-    page.select_option("#id_claim-status", "supported")
-    page.select_option("#id_claim-basis", "reported_finding")
-    page.select_option("#id_evidence-0-source", "SRC-SGLANG-PR-35360")
-    page.select_option("#id_evidence-0-relation", "supports")
-    page.fill("#id_evidence-0-locator", "PR description")
-    page.fill("#id_summary", "Add the NIXL claim")
-    page.get_by_role("button", name="Save").click()
-    page.wait_for_url(re.compile(rf"/cases/{CASE}/#claims$"))
+    add_claim(page, seeded_site, CASE, "Deferred release closes the window for NIXL.",
+              "Add the NIXL claim")  # fmt: skip
     page.goto(f"{seeded_site}/cases/{CASE}/history/")
     page.get_by_role("link", name=f"Changes from revision {before}").click()
     added = change_row(page, "added", f"claims[{NEW_CLAIM}]")
