@@ -273,3 +273,29 @@ def test_claim_card_runs_cost_no_query(seeded, analyst, viewer):
         html = client.get("/cases/CP22-003/").content.decode()
     assert claim_card(html, "CLM-CP22-003-B").count('class="key" href="#run-') == 2
     assert len(two) == len(one)
+
+
+def test_prune_imports_deletes_only_old_dry_run_files_never_imported(seeded, analyst, spool):
+    import datetime as dt
+    import io
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    client = signed_in(analyst)
+    old, recent, imported = dry_run(client), dry_run(client), dry_run(client)
+    client.post(f"/imports/{imported.pk}/import/", {"summary": "Imported"})
+    month_ago = timezone.now() - dt.timedelta(days=30)
+    ImportReport.objects.filter(pk__in=[old.pk, imported.pk]).update(created_at=month_ago)
+    kept = Path(recent.stored_file)
+
+    out = io.StringIO()
+    call_command("prune_imports", "--days", "7", stdout=out)
+
+    assert f"deleted the files of 1 dry run(s): {old.pk}" in out.getvalue()
+    assert not Path(old.stored_file).exists() and kept.is_file()
+    old.refresh_from_db()
+    assert old.stored_file == ""
+    response = client.post(f"/imports/{old.pk}/import/", {"summary": "Too late"})
+    assert response.status_code == 409 and "no longer stored" in response.content.decode()
+    assert sorted(p.name for p in spool.iterdir()) == [kept.name]

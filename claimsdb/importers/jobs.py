@@ -274,6 +274,23 @@ def import_requeue(
     return requeued
 
 
+def prune_dry_run_files(*, older_than_days: float) -> list[int]:
+    """Delete the stored files of dry runs older than ``older_than_days`` that were never
+    imported; returns their report ids. Each file is claimed as ``import_from_dry_run``
+    claims one, so a file being imported at the same moment is left to that import; the
+    reports stay (they then say the file is gone). Reads the reports in chunks."""
+    cutoff = timezone.now() - dt.timedelta(days=older_than_days)
+    rows = ImportReport.objects.filter(dry_run=True, created_at__lt=cutoff).exclude(
+        stored_file=""
+    )
+    pruned = []
+    for pk, path in rows.values_list("pk", "stored_file").iterator(chunk_size=500):
+        if ImportReport.objects.filter(pk=pk, stored_file=path).update(stored_file=""):
+            Path(path).unlink(missing_ok=True)
+            pruned.append(pk)
+    return pruned
+
+
 # --- importing a dry run's file ------------------------------------------------------------
 
 # Why a dry run's file cannot be imported (``ImportNowRefused.code``).
