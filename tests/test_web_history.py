@@ -126,8 +126,9 @@ def revert_form(html: str):
 
 
 @pytest.fixture
-def drafted(seeded, analyst):
-    """CP22-003 set back to draft, then made ready again with two new claims."""
+def drafted(seeded, analyst, reviewer):
+    """CP22-003 set back to draft, then made ready again (by a reviewer) with two new
+    claims."""
     document = record_document("case", CASE)
     document["status"] = "draft"
     record_update(kind="case", key=CASE, document=document, user=analyst, summary="Draft")
@@ -146,7 +147,7 @@ def drafted(seeded, analyst):
                 "evidence": [{"source": SOURCE, "relation": "context", "locator": ""}],
             }
         )
-    record_update(kind="case", key=CASE, document=document, user=analyst, summary="Ready, X, Y")
+    record_update(kind="case", key=CASE, document=document, user=reviewer, summary="Ready, X, Y")
     return draft
 
 
