@@ -430,3 +430,11 @@ def test_the_migration_fills_the_index_as_the_write_path_does(seeded, reviewer, 
     migration = importlib.import_module("claimsdb.migrations.0008_search_index")
     migration.fill_index(django_apps, None)
     assert index() == [row if row[0] == "released" else (*row[:-1], None) for row in written]
+
+
+def test_a_results_page_shows_the_results_alone(seeded, viewer):
+    client = signed_in(viewer)
+    start = client.get("/").content.decode()
+    assert "Recent revisions" in start
+    found = client.get("/", {"q": "RDMA"}).content.decode()
+    assert "Results for" in found and "Recent revisions" not in found

@@ -19,8 +19,8 @@ RECENT_RELEASES = 5
 
 
 def index(request: HttpRequest) -> HttpResponse:
-    """Search across cases, claims and sources; the latest revisions, or for the public the
-    latest releases."""
+    """Search across cases, claims and sources; without a query, the latest revisions, or
+    for the public the latest releases."""
     query = request.GET.get("q", "").strip()
     released = reads_released(request)
     context = {"query": query, "results": None, "released": released}
@@ -40,12 +40,13 @@ def index(request: HttpRequest) -> HttpResponse:
                 for kind, count in results.counts.items()
             ),
         ]
-    if released:
+    # a results page shows the results alone
+    if not query and released:
         context["releases"] = [
             {"release": release, "counts": public.release_counts(release)}
             for release in public.release_list()[:RECENT_RELEASES]
         ]
-    else:
+    elif not query:
         context["recent"] = list(selectors.recent_revisions(20))
     return render(request, "index.html", context)
 
