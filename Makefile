@@ -43,11 +43,12 @@ worker: install
 	SECRET_KEY="$${SECRET_KEY:-$$(cat var/secret_key)}" exec $(BIN)/python manage.py db_worker
 
 # The whole suite: SQLite by default, PostgreSQL when DATABASE_URL points at one. It runs
-# in one worker process per core (pytest-xdist; each worker has its own test database);
+# in one worker process per core (pytest-xdist; each worker has its own test database, and
+# an idle worker takes tests queued for a busy one);
 # TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= auto
 test: install
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
