@@ -17,6 +17,21 @@ NARRATIVE = (
 )
 
 
+
+def screenshot_between(page, top_locator, bottom_locator, name: str) -> None:
+    """A screenshot of the page from the top of one element to the bottom of another."""
+    top, bottom = top_locator.bounding_box(), bottom_locator.bounding_box()
+    page.screenshot(
+        path=str(artifact(name)),
+        full_page=True,
+        clip={
+            "x": top["x"],
+            "y": top["y"],
+            "width": top["width"],
+            "height": bottom["y"] + bottom["height"] - top["y"],
+        },
+    )
+
 def test_assessment_form_shows_definitions_beside_values(seeded_site, new_page):
     page = new_page(javascript=False)
     sign_in(page, seeded_site, "analyst")
@@ -54,18 +69,7 @@ def test_record_page_shows_control_and_unknown_kinds(seeded_site, new_page):
     assert unknowns.locator("ul.items .kind-unknown").count() == 2
     assert "not established by the evidence" in unknowns.locator("dl.legend").inner_text()
     assert unknowns.locator("dl.legend").is_visible()
-    top = controls.bounding_box()
-    bottom = unknowns.bounding_box()
-    page.screenshot(
-        path=str(artifact("record-vocabulary.png")),
-        full_page=True,
-        clip={
-            "x": top["x"],
-            "y": top["y"],
-            "width": top["width"],
-            "height": bottom["y"] + bottom["height"] - top["y"],
-        },
-    )
+    screenshot_between(page, controls, unknowns, "record-vocabulary.png")
 
 
 def test_withdrawing_a_claim_asks_for_a_reason_and_shows_it(seeded_site, new_page):
@@ -114,15 +118,6 @@ def test_record_page_shows_the_repeated_paragraph_once(seeded_site, new_page):
     assert "Same as the assessor's narrative and the reason the impact is ungraded, above." in basis
     # the narrative the note points at is open to read
     assert page.locator("details.narrative .prose").is_visible()
-    top = page.locator("#assessment").bounding_box()
-    bottom = page.locator("#basis").bounding_box()
-    page.screenshot(
-        path=str(artifact("record-read-once.png")),
-        full_page=True,
-        clip={
-            "x": top["x"],
-            "y": top["y"],
-            "width": top["width"],
-            "height": bottom["y"] + bottom["height"] - top["y"],
-        },
+    screenshot_between(
+        page, page.locator("#assessment"), page.locator("#basis"), "record-read-once.png"
     )
