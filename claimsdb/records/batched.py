@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q
 from django.db.models.expressions import RawSQL
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
@@ -113,9 +112,16 @@ def case_documents(cases: list[Case]) -> list[dict[str, Any]]:
     batch = {case.pk for case in cases}
     relations_out: dict[int, list[tuple]] = defaultdict(list)
     relations_in: dict[int, list[tuple]] = defaultdict(list)
-    for case_id, other_id, case_key, other_key, kind, note in Relation.objects.filter(
-        Q(case_id__in=ids) | Q(other_id__in=ids, kind__in=SYMMETRIC_RELATIONS)
-    ).values_list("case_id", "other_id", "case__key", "other__key", "kind", "note"):
+    # the batch's relations and the symmetric ones that name it: two index lookups joined
+    # by UNION (an OR of the two would read every relation); a row is one relation
+    fields = ("case_id", "other_id", "case__key", "other__key", "kind", "note")
+    outgoing = Relation.objects.filter(case_id__in=ids).order_by().values_list(*fields)
+    incoming = (
+        Relation.objects.filter(other_id__in=ids, kind__in=SYMMETRIC_RELATIONS)
+        .order_by()
+        .values_list(*fields)
+    )
+    for case_id, other_id, case_key, other_key, kind, note in outgoing.union(incoming):
         if case_id in batch:
             relations_out[case_id].append((other_key, kind, note))
         if other_id in batch and kind in SYMMETRIC_RELATIONS:

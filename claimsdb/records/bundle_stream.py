@@ -19,7 +19,10 @@ import ijson
 from . import schema
 from .errors import RuleViolation, RuleViolations
 
-_BUF_SIZE = 256 * 1024
+# Bytes read at a time. ijson's C backend turns a whole buffer into events before yielding
+# the first, so the buffer bounds the outline pass's memory: the events of 64 KiB of JSON,
+# about a megabyte (docs/bulk-loading.md, "What it holds in memory").
+_BUF_SIZE = 64 * 1024
 
 _EVENT_TYPES = {
     "start_map": "an object",

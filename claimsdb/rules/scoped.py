@@ -25,7 +25,7 @@ from django.db.models import Q
 from django.db.models.expressions import RawSQL
 
 from claimsdb.choices import RelationKind
-from claimsdb.models import Assessment, Attribution, Claim, Figure, Relation, ScopeRule
+from claimsdb.models import Assessment, Attribution, Case, Claim, Figure, Relation, ScopeRule
 
 from .state import FigureFact, RuleFact, ScopeState
 
@@ -51,9 +51,7 @@ def affected_cases(
             figure_claims |= set(figure["claims"])
     if cases:
         # relations as they are (a removed relation changes the partner too)
-        for case, other in Relation.objects.filter(
-            Q(case__key__in=cases) | Q(other__key__in=cases)
-        ).values_list("case__key", "other__key"):
+        for case, other in relations_touching(cases, "case__key", "other__key"):
             seeds |= {case, other}
         # figures as they are: their facts may change or they may go
         for figure_id, claims in Figure.objects.filter(case__key__in=cases).values_list(
@@ -86,6 +84,23 @@ def affected_cases(
     return same_event_closure(seeds)
 
 
+def relations_touching(cases: Iterable[str], *fields: str, **filters: Any) -> Iterable[tuple]:
+    """``fields`` of the relations (matching ``filters``) with a case of ``cases`` on either
+    side, ordered by ``fields``; one query.
+
+    The two sides are two index lookups joined by UNION: an ``OR`` across the joins to
+    both cases would make PostgreSQL read every relation and every case, so the cost of a
+    write would grow with the knowledge base. ``fields`` must identify a relation (or the
+    caller must not care about duplicates), since UNION merges equal rows.
+    """
+    ids = Case.objects.filter(key__in=set(cases)).values("pk")
+    either = [
+        Relation.objects.filter(**{side: ids}, **filters).order_by().values_list(*fields)
+        for side in ("case__in", "other__in")
+    ]
+    return either[0].union(either[1]).order_by(*fields)
+
+
 def same_event_closure(cases: Iterable[str]) -> set[str]:
     """``cases`` and every case joined to one of them by a chain of ``same_event``.
 
@@ -97,10 +112,10 @@ def same_event_closure(cases: Iterable[str]) -> set[str]:
     found = set(cases)
     frontier = set(found)
     while frontier:
-        rows = Relation.objects.filter(kind=RelationKind.SAME_EVENT).filter(
-            Q(case__key__in=frontier) | Q(other__key__in=frontier)
+        rows = relations_touching(
+            frontier, "case__key", "other__key", kind=RelationKind.SAME_EVENT
         )
-        frontier = {key for pair in rows.values_list("case__key", "other__key") for key in pair}
+        frontier = {key for pair in rows for key in pair}
         frontier -= found
         found |= frontier
     return found
@@ -116,11 +131,7 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
     same order too.
     """
     state = ScopeState(report=set(cases))
-    state.relations = list(
-        Relation.objects.filter(Q(case__key__in=cases) | Q(other__key__in=cases)).values_list(
-            "case__key", "other__key", "kind"
-        )
-    )
+    state.relations = list(relations_touching(cases, "case__key", "other__key", "kind"))
     state.attributions = list(
         Attribution.objects.filter(case__key__in=cases).values_list(
             "case__key", "position", "figure_id", "role"

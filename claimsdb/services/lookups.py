@@ -11,18 +11,11 @@ from typing import Any
 
 from django.db.models import Max
 
-from claimsdb.models import AssessmentMethod, Revision, ScopeRule, Source
-from claimsdb.records import (
-    case_document,
-    case_queryset,
-    loads,
-    method_document,
-    rule_document,
-    source_document,
-)
+from claimsdb.models import AssessmentMethod, Case, Revision, ScopeRule, Source
+from claimsdb.records import loads, method_document, rule_document, source_document
+from claimsdb.records.batched import CASE_FIELDS, case_documents
 
 _READERS = {
-    "case": (case_queryset, case_document),
     "source": (Source.objects.all, source_document),
     "rule": (ScopeRule.objects.all, rule_document),
     "method": (AssessmentMethod.objects.all, method_document),
@@ -33,6 +26,9 @@ def record_documents(kind: str, keys: Collection[str]) -> dict[str, dict[str, An
     """The live documents of the records of one kind that exist among ``keys``."""
     if not keys:
         return {}
+    if kind == "case":  # from plain rows, a fixed number of queries (records/batched.py)
+        cases = list(Case.objects.filter(key__in=set(keys)).only(*CASE_FIELDS))
+        return {document["key"]: document for document in case_documents(cases)}
     queryset, document = _READERS[kind]
     return {record.key: document(record) for record in queryset().filter(key__in=set(keys))}
 
