@@ -785,7 +785,20 @@ def run_child(url: str, kind: str, *args: Any) -> dict:
     )
     if result.returncode != 0:
         raise SystemExit(f"measurement {kind} {args} failed:\n{result.stderr}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    log("  " + _summary(measured))  # what a run cut short has measured so far
+    return measured
+
+
+def _summary(measured: dict) -> str:
+    parts = []
+    for name, value in measured.items():
+        if isinstance(value, list) and value and isinstance(value[0], int | float):
+            parts.append(f"{name} median {statistics.median(value) * 1000:,.1f} ms")
+        elif isinstance(value, int | float):
+            shown = f"{value:,.2f}" if isinstance(value, float) else f"{value:,}"
+            parts.append(f"{name} {shown}")
+    return ", ".join(parts) or "done"
 
 
 class Databases:
@@ -923,7 +936,11 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
         counts[name] = synthetic_kb.write_bundle(bundles[name], cases=n, seed=o.seed)
     urls = {name: dbs.copy(name, template) for name in sizes}
 
+    traced_runs = not o.no_tracemalloc
+
     def command(url: str, name: str, *args: str, runs: str = "timed", **options: Any) -> dict:
+        if not traced_runs:
+            runs = "timed" if runs == "both" else runs
         return run_child(url, "command", name, list(args), options, runs)
 
     def load(url: str, name: str, runs: str) -> dict:
@@ -936,7 +953,7 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
     for name in ("small", "big", "upd"):
         log(f"load_records: {sizes[name]:,} cases ({counts[name]['records']:,} records) …")
         timed[("load", name)] = load(urls[name], name, "timed")
-    for name in ("small", "big"):
+    for name in ("small", "big") if traced_runs else ():
         log(f"load_records, traced: {sizes[name]:,} cases …")
         scratch = dbs.copy(f"{name}_traced", template)
         traced[("load", name)] = load(scratch, name, "traced")
@@ -949,7 +966,7 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
         log(f"padding the ledger of the {sizes[name]:,}-case knowledge base to {target:,} …")
         run_child(urls[name], "pad", target)
     pub_copies = {name: dbs.copy(f"{name}_publish", f"{dbs.prefix}_{name}") for name in sizes
-                  if name != "upd"}  # fmt: skip
+                  if name != "upd" and traced_runs}  # fmt: skip
 
     key = synthetic_kb.case_key(min(upd_n, big_n) // 2)
     log(f"case updates of {key} …")
@@ -976,10 +993,11 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
         log(f"publish_release: {sizes[name]:,} cases (timed, traced) …")
         notes = {"user": USER, "notes": "Benchmark release"}
         timed[("publish_release", name)] = command(url, "publish_release", **notes)
-        traced[("publish_release", name)] = command(
-            pub_copies[name], "publish_release", runs="traced", **notes
-        )
-        dbs.drop(f"{name}_publish")
+        if traced_runs:
+            traced[("publish_release", name)] = command(
+                pub_copies[name], "publish_release", runs="traced", **notes
+            )
+            dbs.drop(f"{name}_publish")
     log("raw floor of verify_history: stream the revisions, hash the same bytes …")
     verify_floor = run_child(urls["big"], "verify_floor")
     export_size = (folder / "export-big.json").stat().st_size
@@ -1027,11 +1045,12 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
     for label in ("load_records", "publish_release", "export_records", "verify_history",
                   "check_rules"):  # fmt: skip
         name = "load" if label == "load_records" else label
-        big_t, small_t = traced[(name, "big")], traced[(name, "small")]
-        rows.append(Row(f"{label} peak memory (tracemalloc), {big_n:,} vs {small_n:,}",
-                        mib(big_t["tracemalloc_peak"]), mib(small_t["tracemalloc_peak"]),
-                        big_t["tracemalloc_peak"] / small_t["tracemalloc_peak"],
-                        "≤ 1.5"))  # fmt: skip
+        if traced_runs:
+            big_t, small_t = traced[(name, "big")], traced[(name, "small")]
+            rows.append(Row(f"{label} peak memory (tracemalloc), {big_n:,} vs {small_n:,}",
+                            mib(big_t["tracemalloc_peak"]), mib(small_t["tracemalloc_peak"]),
+                            big_t["tracemalloc_peak"] / small_t["tracemalloc_peak"],
+                            "≤ 1.5"))  # fmt: skip
         big_r, small_r = timed[(name, "big")], timed[(name, "small")]
         rows.append(Row(f"{label} peak memory (ru_maxrss), {big_n:,} vs {small_n:,}",
                         mib(big_r["maxrss"]), mib(small_r["maxrss"]),
@@ -1051,6 +1070,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="a small run (about a minute)")
     parser.add_argument("--profile", action="store_true", help="cProfile one case update")
+    parser.add_argument(
+        "--no-tracemalloc",
+        action="store_true",
+        help="peak memory from ru_maxrss only: no second, traced run of each command "
+        "(halves a large run)",
+    )
     parser.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     options = parser.parse_args()
