@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import tracemalloc
 from pathlib import Path
 
@@ -183,3 +184,19 @@ def test_a_relation_added_from_one_side_revises_the_other_case(reviewer, tmp_pat
     assert record_document("case", third)["relations"] == []
     assert Revision.objects.filter(record_key=third).count() == 3
     assert not Relation.objects.exists()
+
+
+def test_a_case_update_reads_relations_by_either_side_not_by_an_or_across_joins(
+    reviewer, tmp_path
+):
+    # "case is one of these OR other is one of these", each through its own join to the
+    # case table, cannot use an index on PostgreSQL: it read every relation and case
+    load(reviewer, write_bundle(tmp_path, 6))
+    document = copy.deepcopy(record_document("case", synthetic.case_key(3)))
+    document["summary"] += " Edited."
+    with CaptureQueriesContext(connection) as captured:
+        case_update(user=reviewer, key=document["key"], document=document, summary="Edit")
+    relation_reads = [q["sql"] for q in captured if '"claimsdb_relation"' in q["sql"]]
+    assert relation_reads
+    for sql in relation_reads:
+        assert not re.search(r'\."key" IN \([^)]*\)\)? OR \(?T\d+\."key" IN', sql), sql
