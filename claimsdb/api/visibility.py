@@ -44,7 +44,7 @@ from claimsdb.records import (
     source_document,
 )
 from claimsdb.selectors import latest_revision_number
-from claimsdb.services.permissions import RANK, user_role
+from claimsdb.services.permissions import RANK, loaded_role
 
 DOCUMENT_BUILDERS = {
     "case": case_document,  # from a row of case_queryset(), with its prefetches
@@ -66,7 +66,8 @@ class VisibleDocument:
 
 
 def request_role(user) -> str | None:
-    """The user's role, looked up once per request and kept on the user object.
+    """The user's role, once per request, kept on the user object (read with the user
+    when signed in through a session: ``permissions.loaded_role``).
 
     Only for deciding what to show and for refusing early: the services look the role up
     again inside every writing transaction.
@@ -76,7 +77,7 @@ def request_role(user) -> str | None:
     try:
         return user._claimsdb_api_role
     except AttributeError:
-        role = user_role(user)
+        role = loaded_role(user)
         user._claimsdb_api_role = role
         return role
 
