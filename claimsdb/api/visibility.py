@@ -43,6 +43,7 @@ from claimsdb.records import (
     rule_document,
     source_document,
 )
+from claimsdb.records.batched import CASE_FIELDS, case_documents
 from claimsdb.selectors import latest_revision_number
 from claimsdb.services.permissions import RANK, loaded_role
 
@@ -124,6 +125,28 @@ def visible_document(
     if document is None:
         return None
     return VisibleDocument(kind, key, document, revision)
+
+
+def working_case(key: str) -> Case | None:
+    """For readers of the working state (the caller checks): a case's own row with its
+    latest revision number (``revision``, its ETag) read in the same query, or None.
+
+    Its document is ``working_case_document(row)``: the rows it is built from are read
+    after the revision, as ``visible_document`` reads the revision before the document,
+    and not at all when ``If-None-Match`` names the revision."""
+    latest = (
+        Revision.objects.filter(record_kind="case", record_key=OuterRef("key"))
+        .order_by("-number")
+        .values("number")[:1]
+    )
+    return (
+        Case.objects.only(*CASE_FIELDS).annotate(revision=Subquery(latest)).filter(key=key).first()
+    )
+
+
+def working_case_document(case: Case) -> VisibleDocument:
+    """The document of a row of ``working_case``, from plain rows (``case_documents``)."""
+    return VisibleDocument("case", case.key, case_documents([case])[0], case.revision)
 
 
 @dataclass(frozen=True)
