@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connections, router
 from django.db.models import QuerySet
 
 from claimsdb.models import Case, Revision
@@ -387,9 +388,27 @@ def case_list_rows(keys: list[int]) -> list[dict[str, Any]]:
 
 
 def case_tags() -> list[str]:
+    """Every tag name in use, sorted.
+
+    On PostgreSQL by skipping along the index on names, from one name to the next: as many
+    index probes as there are names, where ``DISTINCT`` reads every tag of every case on
+    each page of the case list."""
     from claimsdb.models import CaseTag
 
-    return list(CaseTag.objects.order_by("name").values_list("name", flat=True).distinct())
+    connection = connections[router.db_for_read(CaseTag)]  # a replica, where one may serve
+    if connection.vendor != "postgresql":
+        return list(CaseTag.objects.order_by("name").values_list("name", flat=True).distinct())
+    quote = connection.ops.quote_name
+    table, name = quote(CaseTag._meta.db_table), quote(CaseTag._meta.get_field("name").column)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH RECURSIVE names(name) AS ("
+            f"(SELECT {name} FROM {table} ORDER BY {name} LIMIT 1) UNION ALL "
+            f"SELECT (SELECT {name} FROM {table} WHERE {name} > names.name "
+            f"ORDER BY {name} LIMIT 1) FROM names WHERE names.name IS NOT NULL) "
+            f"SELECT name FROM names WHERE name IS NOT NULL"
+        )
+        return [found for (found,) in cursor.fetchall()]
 
 
 def source_list() -> QuerySet[Any]:
