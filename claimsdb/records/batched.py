@@ -228,7 +228,16 @@ _compiled = threading.local()
 
 
 def _values(name: str, ids: list[int]) -> Iterable[tuple]:
-    """The rows of ``BATCH_QUERIES[name]`` for the cases ``ids``.
+    """The rows of ``BATCH_QUERIES[name]`` for the cases ``ids`` (``batch_values``)."""
+    model, build = BATCH_QUERIES[name]
+    return batch_values(name, model, build, ids)
+
+
+def batch_values(
+    name: str, model: type, build: Callable[[Any], QuerySet], ids: list[int]
+) -> Iterable[tuple]:
+    """The rows of ``build(ids)``, a ``values_list`` query of ``model`` that compares
+    primary keys with ``ids`` (what ``_among`` gives), named ``name`` (unique).
 
     On PostgreSQL the query is put together and compiled once (per thread and database),
     then run again with each batch's ids in its one array parameter: reading one case
@@ -236,7 +245,6 @@ def _values(name: str, ids: list[int]) -> Iterable[tuple]:
     query still goes through the connection's cursor (counted, logged, wrapped), and its
     rows through the compiler's converters (JSON, dates, decimals), as the query set's own
     would."""
-    model, build = BATCH_QUERIES[name]
     alias = router.db_for_read(model)
     connection = connections[alias]
     if connection.vendor != "postgresql" or not ids:
