@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connections, router
 from django.db.models import QuerySet
 
 from claimsdb.models import Case, Revision
@@ -338,44 +339,24 @@ def case_list_rows(keys: list[int]) -> list[dict[str, Any]]:
 
     Three queries whatever the page holds, and no model instances: the case columns with
     the correlated count and revision (worked out for the page's rows only), the page's
-    tags, and the page's current assessments alone.
+    tags, and the page's current assessments alone. Each is put together once
+    (``batch_values``): the page's keys are their one parameter.
     """
-    from django.db.models import OuterRef, Subquery
+    from claimsdb.models import Assessment, CaseTag
+    from claimsdb.records.batched import batch_values
 
-    from claimsdb.models import Assessment, CaseTag, Claim
-
-    latest = Revision.objects.filter(record_kind="case", record_key=OuterRef("key")).order_by(
-        "-number"
-    )
     found = {
-        row["pk"]: row
-        for row in Case.objects.filter(pk__in=keys)
-        .annotate(
-            # a withdrawn claim stays in its case but no longer counts as one of its claims
-            claim_count=count_of(
-                Claim.objects.filter(case=OuterRef("pk")).exclude(status="withdrawn"), "case"
-            ),
-            latest_revision=Subquery(latest.values("number")[:1]),
-        )
-        .order_by()
-        .values("pk", "key", "title", "status", "summary", "claim_count", "latest_revision")
+        row[0]: dict(zip(CASE_LIST_FIELDS, row, strict=True))
+        for row in batch_values("case_list.rows", Case, _case_list_rows, keys)
     }
     for row in found.values():
         row["tags"] = []
         row["assessment"] = None
-    for case_id, name in (
-        CaseTag.objects.filter(case_id__in=list(found)).order_by("case_id", "name").values_list(
-            "case_id", "name"
-        )
-    ):
+    ids = list(found)
+    for case_id, name in batch_values("case_list.tags", CaseTag, _case_list_tags, ids):
         found[case_id]["tags"].append(name)
-    newest = (
-        Assessment.objects.filter(case=OuterRef("case")).order_by("-position").values("position")
-    )
-    for case_id, method, chosen, impact, assessed_on in (
-        Assessment.objects.filter(case_id__in=list(found), position=Subquery(newest[:1]))
-        .order_by()
-        .values_list("case_id", "method__key", "values", "impact", "assessed_on")
+    for case_id, method, chosen, impact, assessed_on in batch_values(
+        "case_list.assessments", Assessment, _case_list_assessments, ids
     ):
         found[case_id]["assessment"] = {
             "method": method,
@@ -386,10 +367,78 @@ def case_list_rows(keys: list[int]) -> list[dict[str, Any]]:
     return [found[key] for key in keys if key in found]
 
 
-def case_tags() -> list[str]:
+CASE_LIST_FIELDS = ("pk", "key", "title", "status", "summary", "claim_count", "latest_revision")
+
+
+def _case_list_rows(ids: Any) -> QuerySet[Any]:
+    from django.db.models import OuterRef, Subquery
+
+    from claimsdb.models import Claim
+
+    latest = Revision.objects.filter(record_kind="case", record_key=OuterRef("key")).order_by(
+        "-number"
+    )
+    return (
+        Case.objects.filter(pk__in=ids)
+        .annotate(
+            # a withdrawn claim stays in its case but no longer counts as one of its claims
+            claim_count=count_of(
+                Claim.objects.filter(case=OuterRef("pk")).exclude(status="withdrawn"), "case"
+            ),
+            latest_revision=Subquery(latest.values("number")[:1]),
+        )
+        .order_by()
+        .values_list(*CASE_LIST_FIELDS)
+    )
+
+
+def _case_list_tags(ids: Any) -> QuerySet[Any]:
     from claimsdb.models import CaseTag
 
-    return list(CaseTag.objects.order_by("name").values_list("name", flat=True).distinct())
+    return (
+        CaseTag.objects.filter(case_id__in=ids)
+        .order_by("case_id", "name")
+        .values_list("case_id", "name")
+    )
+
+
+def _case_list_assessments(ids: Any) -> QuerySet[Any]:
+    from django.db.models import OuterRef, Subquery
+
+    from claimsdb.models import Assessment
+
+    newest = (
+        Assessment.objects.filter(case=OuterRef("case")).order_by("-position").values("position")
+    )
+    return (
+        Assessment.objects.filter(case_id__in=ids, position=Subquery(newest[:1]))
+        .order_by()
+        .values_list("case_id", "method__key", "values", "impact", "assessed_on")
+    )
+
+
+def case_tags() -> list[str]:
+    """Every tag name in use, sorted.
+
+    On PostgreSQL by skipping along the index on names, from one name to the next: as many
+    index probes as there are names, where ``DISTINCT`` reads every tag of every case on
+    each page of the case list."""
+    from claimsdb.models import CaseTag
+
+    connection = connections[router.db_for_read(CaseTag)]  # a replica, where one may serve
+    if connection.vendor != "postgresql":
+        return list(CaseTag.objects.order_by("name").values_list("name", flat=True).distinct())
+    quote = connection.ops.quote_name
+    table, name = quote(CaseTag._meta.db_table), quote(CaseTag._meta.get_field("name").column)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH RECURSIVE names(name) AS ("
+            f"(SELECT {name} FROM {table} ORDER BY {name} LIMIT 1) UNION ALL "
+            f"SELECT (SELECT {name} FROM {table} WHERE {name} > names.name "
+            f"ORDER BY {name} LIMIT 1) FROM names WHERE names.name IS NOT NULL) "
+            f"SELECT name FROM names WHERE name IS NOT NULL"
+        )
+        return [found for (found,) in cursor.fetchall()]
 
 
 def source_list() -> QuerySet[Any]:

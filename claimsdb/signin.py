@@ -123,6 +123,19 @@ class ThrottledModelBackend(ModelBackend):
             record_success(str(username), client_address(request))
         return user
 
+    def get_user(self, user_id):
+        """The signed-in user of a request (from the session), with the rank of their role
+        read in the same query (``permissions.role_rank_annotation``): the pages and the API
+        decide what the request sees without a query of their own for it."""
+        from claimsdb.services.permissions import role_rank_annotation
+
+        model = get_user_model()
+        try:
+            user = model._default_manager.annotate(**role_rank_annotation()).get(pk=user_id)
+        except model.DoesNotExist:
+            return None
+        return user if self.user_can_authenticate(user) else None
+
 
 @receiver(user_login_failed)
 def _count_failure(sender, credentials, request=None, **kwargs) -> None:

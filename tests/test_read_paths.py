@@ -81,3 +81,41 @@ def test_verify_history_reads_the_ledger_in_one_query(seeded, reviewer):
         document["summary"] = f"Edit {n}"
         record_update(kind="case", key="CP22-003", document=document, user=reviewer, summary=str(n))
     assert queries() == before
+
+
+def test_a_case_document_read_twice_is_the_same(seeded):
+    """The second read of a case's document runs the batch queries compiled by the first
+    (on PostgreSQL) and must build the same document, for every case."""
+    keys = list(Case.objects.order_by("key").values_list("key", flat=True))
+    first = [record_document("case", key) for key in keys]
+    assert [record_document("case", key) for key in keys] == first
+    assert first == [case_document(case) for case in case_queryset().order_by("key")]
+
+
+def test_case_tags_are_every_tag_name_once_sorted(seeded):
+    from claimsdb.models import CaseTag
+
+    expected = sorted(set(CaseTag.objects.values_list("name", flat=True)))
+    assert expected
+    assert selectors.case_tags() == expected
+
+
+def _sql(captured) -> list[str]:
+    return [query["sql"] for query in captured.captured_queries]
+
+
+def test_a_signed_in_read_looks_the_role_up_with_the_user(seeded, viewer):
+    """The pages and the API read the role with the session's user: no query of the user's
+    groups of its own, and a role taken away shows on the next request."""
+    client = signed_in(viewer)
+    for url in ("/cases/", "/?q=rdma", "/api/v1/cases/CP22-003/"):
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        statements = _sql(captured)
+        assert not any(s.lstrip().upper().startswith('SELECT "AUTH_GROUP"') for s in statements)
+        assert sum("auth_user_groups" in s for s in statements) == 1, url
+    # a viewer reads the working state (drafts); without the role, the released view
+    assert client.get("/api/v1/cases/CP22-003/").status_code == 200
+    viewer.groups.clear()
+    response = client.get("/api/v1/cases/CP22-003/")
+    assert response.status_code == 404  # nothing released yet: the released view has none

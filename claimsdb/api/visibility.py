@@ -43,8 +43,9 @@ from claimsdb.records import (
     rule_document,
     source_document,
 )
+from claimsdb.records.batched import CASE_FIELDS, case_documents
 from claimsdb.selectors import latest_revision_number
-from claimsdb.services.permissions import RANK, user_role
+from claimsdb.services.permissions import RANK, loaded_role
 
 DOCUMENT_BUILDERS = {
     "case": case_document,  # from a row of case_queryset(), with its prefetches
@@ -66,7 +67,8 @@ class VisibleDocument:
 
 
 def request_role(user) -> str | None:
-    """The user's role, looked up once per request and kept on the user object.
+    """The user's role, once per request, kept on the user object (read with the user
+    when signed in through a session: ``permissions.loaded_role``).
 
     Only for deciding what to show and for refusing early: the services look the role up
     again inside every writing transaction.
@@ -76,7 +78,7 @@ def request_role(user) -> str | None:
     try:
         return user._claimsdb_api_role
     except AttributeError:
-        role = user_role(user)
+        role = loaded_role(user)
         user._claimsdb_api_role = role
         return role
 
@@ -123,6 +125,28 @@ def visible_document(
     if document is None:
         return None
     return VisibleDocument(kind, key, document, revision)
+
+
+def working_case(key: str) -> Case | None:
+    """For readers of the working state (the caller checks): a case's own row with its
+    latest revision number (``revision``, its ETag) read in the same query, or None.
+
+    Its document is ``working_case_document(row)``: the rows it is built from are read
+    after the revision, as ``visible_document`` reads the revision before the document,
+    and not at all when ``If-None-Match`` names the revision."""
+    latest = (
+        Revision.objects.filter(record_kind="case", record_key=OuterRef("key"))
+        .order_by("-number")
+        .values("number")[:1]
+    )
+    return (
+        Case.objects.only(*CASE_FIELDS).annotate(revision=Subquery(latest)).filter(key=key).first()
+    )
+
+
+def working_case_document(case: Case) -> VisibleDocument:
+    """The document of a row of ``working_case``, from plain rows (``case_documents``)."""
+    return VisibleDocument("case", case.key, case_documents([case])[0], case.revision)
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,13 @@ times faster. tests/test_streaming_commands.py holds the two equal.
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from django.db import connection
+from django.db import connection, connections, router
+from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
@@ -38,95 +40,89 @@ from .canonical import json_number
 CASE_FIELDS = ("key", "title", "status", "summary", "scope_note", "account", "basis", "limits")
 
 
+# The queries of a batch's documents: for each, its model and the rows of the batch
+# (``ids``: what ``…__in`` compares the case ids with, see ``_among``), the case (or claim)
+# id first, ordered as the models order them.
+BATCH_QUERIES: dict[str, tuple[type, Callable[[Any], QuerySet]]] = {
+    "tags": (CaseTag, lambda ids: CaseTag.objects.filter(case_id__in=ids).values_list(
+        "case_id", "name"
+    )),
+    "claims": (Claim, lambda ids: Claim.objects.filter(case_id__in=ids)
+        .order_by("case_id", "position")
+        .values_list(
+            "case_id", "id", "claim_id", "statement", "status", "status_note", "basis", "origin"
+        )),
+    "evidence": (EvidenceLink, lambda ids: EvidenceLink.objects.filter(claim__case_id__in=ids)
+        .order_by("claim_id", "position")
+        .values_list("claim_id", "source__key", "relation", "locator")),
+    "assessments": (Assessment, lambda ids: Assessment.objects.filter(case_id__in=ids)
+        .order_by("case_id", "position")
+        .values_list(
+            "case_id", "method__key", "assessed_on", "assessor", "values", "impact",
+            "impact_ungraded_reason", "narrative", "basis_claims", "basis_sources",
+        )),
+    "controls": (Control, lambda ids: Control.objects.filter(case_id__in=ids)
+        .order_by("case_id", "position")
+        .values_list("case_id", "kind", "text")),
+    "unknowns": (Unknown, lambda ids: Unknown.objects.filter(case_id__in=ids)
+        .order_by("case_id", "position")
+        .values_list("case_id", "kind", "text")),
+    "figures": (Figure, lambda ids: Figure.objects.filter(case_id__in=ids)
+        .order_by("case_id", "position")
+        .values_list(
+            "case_id", "figure_id", "value", "unit", "measure", "scope", "description", "claims"
+        )),
+    "attributions": (Attribution, lambda ids: Attribution.objects.filter(case_id__in=ids)
+        .order_by("case_id", "position")
+        .values_list("case_id", "figure_id", "role", "note")),
+    # both directions in one query: the batch's own relations, and the symmetric ones other
+    # cases hold to it. A union of the two, each half found through its own index (an OR of
+    # the two would scan every relation and join every case, however small the batch);
+    # UNION, not ALL, reads a relation between two cases of the batch once. The documents
+    # sort the relations themselves, so the rows need no order.
+    "relations": (Relation, lambda ids: Relation.objects.filter(case_id__in=ids)
+        .order_by()
+        .values_list(*RELATION_FIELDS)
+        .union(
+            Relation.objects.filter(other_id__in=ids, kind__in=SYMMETRIC_RELATIONS)
+            .order_by()
+            .values_list(*RELATION_FIELDS)
+        )),
+    "runs": (ReproductionRun, lambda ids: ReproductionRun.objects.filter(case_id__in=ids)
+        .values_list("case_id", "summary")),
+}  # fmt: skip
+RELATION_FIELDS = ("pk", "case_id", "other_id", "case__key", "other__key", "kind", "note")
+
+
 def case_documents(cases: list[Case]) -> list[dict[str, Any]]:
     """The documents of ``cases`` (rows with at least ``CASE_FIELDS``), in their order:
     ten queries, whatever the cases hold."""
-    ids = _among([case.pk for case in cases])
+    batch_ids = [case.pk for case in cases]
 
-    def rows(queryset, *fields: str) -> dict[int, list[tuple]]:
-        """Rows of ``queryset`` for the batch, grouped by their case (the first field)."""
+    def rows(name: str) -> dict[int, list[tuple]]:
+        """Rows of one query for the batch, grouped by their case (the first field)."""
         grouped: dict[int, list[tuple]] = defaultdict(list)
-        for row in queryset.values_list(*fields):
+        for row in _values(name, batch_ids):
             grouped[row[0]].append(row[1:])
         return grouped
 
-    by_case = {"case_id__in": ids}
-    tags = rows(CaseTag.objects.filter(**by_case), "case_id", "name")
-    claims = rows(
-        Claim.objects.filter(**by_case).order_by("case_id", "position"),
-        "case_id",
-        "id",
-        "claim_id",
-        "statement",
-        "status",
-        "status_note",
-        "basis",
-        "origin",
-    )
-    evidence = rows(
-        EvidenceLink.objects.filter(claim__case_id__in=ids).order_by("claim_id", "position"),
-        "claim_id",
-        "source__key",
-        "relation",
-        "locator",
-    )
-    assessments = rows(
-        Assessment.objects.filter(**by_case).order_by("case_id", "position"),
-        "case_id",
-        "method__key",
-        "assessed_on",
-        "assessor",
-        "values",
-        "impact",
-        "impact_ungraded_reason",
-        "narrative",
-        "basis_claims",
-        "basis_sources",
-    )
-    controls = rows(
-        Control.objects.filter(**by_case).order_by("case_id", "position"), "case_id", "kind", "text"
-    )
-    unknowns = rows(
-        Unknown.objects.filter(**by_case).order_by("case_id", "position"), "case_id", "kind", "text"
-    )
-    figures = rows(
-        Figure.objects.filter(**by_case).order_by("case_id", "position"),
-        "case_id",
-        "figure_id",
-        "value",
-        "unit",
-        "measure",
-        "scope",
-        "description",
-        "claims",
-    )
-    attributions = rows(
-        Attribution.objects.filter(**by_case).order_by("case_id", "position"),
-        "case_id",
-        "figure_id",
-        "role",
-        "note",
-    )
-    # one query for both directions: the batch's own relations, and the symmetric ones
-    # other cases hold to it (a relation between two cases of the batch counts for both)
-    batch = {case.pk for case in cases}
+    tags = rows("tags")
+    claims = rows("claims")
+    evidence = rows("evidence")
+    assessments = rows("assessments")
+    controls = rows("controls")
+    unknowns = rows("unknowns")
+    figures = rows("figures")
+    attributions = rows("attributions")
+    batch = set(batch_ids)
     relations_out: dict[int, list[tuple]] = defaultdict(list)
     relations_in: dict[int, list[tuple]] = defaultdict(list)
-    # the batch's relations and the symmetric ones that name it: two index lookups joined
-    # by UNION (an OR of the two would read every relation); a row is one relation
-    fields = ("case_id", "other_id", "case__key", "other__key", "kind", "note")
-    outgoing = Relation.objects.filter(case_id__in=ids).order_by().values_list(*fields)
-    incoming = (
-        Relation.objects.filter(other_id__in=ids, kind__in=SYMMETRIC_RELATIONS)
-        .order_by()
-        .values_list(*fields)
-    )
-    for case_id, other_id, case_key, other_key, kind, note in outgoing.union(incoming):
+    for _, case_id, other_id, case_key, other_key, kind, note in _values("relations", batch_ids):
         if case_id in batch:
             relations_out[case_id].append((other_key, kind, note))
         if other_id in batch and kind in SYMMETRIC_RELATIONS:
             relations_in[other_id].append((case_key, kind, note))
-    runs = rows(ReproductionRun.objects.filter(**by_case), "case_id", "summary")
+    runs = rows("runs")
 
     documents = []
     for case in cases:
@@ -224,6 +220,55 @@ def case_documents(cases: list[Case]) -> list[dict[str, Any]]:
             }
         )
     return documents
+
+
+# Per thread (a compiled query holds its thread's connection): (query name, database
+# alias) -> the compiler, its SQL and parameters, and where the batch's ids go in them.
+_compiled = threading.local()
+
+
+def _values(name: str, ids: list[int]) -> Iterable[tuple]:
+    """The rows of ``BATCH_QUERIES[name]`` for the cases ``ids`` (``batch_values``)."""
+    model, build = BATCH_QUERIES[name]
+    return batch_values(name, model, build, ids)
+
+
+def batch_values(
+    name: str, model: type, build: Callable[[Any], QuerySet], ids: list[int]
+) -> Iterable[tuple]:
+    """The rows of ``build(ids)``, a ``values_list`` query of ``model`` that compares
+    primary keys with ``ids`` (what ``_among`` gives), named ``name`` (unique).
+
+    On PostgreSQL the query is put together and compiled once (per thread and database),
+    then run again with each batch's ids in its one array parameter: reading one case
+    spends more in the ORM putting its ten queries together than in running them. The
+    query still goes through the connection's cursor (counted, logged, wrapped), and its
+    rows through the compiler's converters (JSON, dates, decimals), as the query set's own
+    would."""
+    alias = router.db_for_read(model)
+    connection = connections[alias]
+    if connection.vendor != "postgresql" or not ids:
+        return build(_among(ids)).using(alias)
+    cache = _compiled.__dict__.setdefault("queries", {})
+    entry = cache.get((name, alias))
+    if entry is None:
+        marker = [0]  # stands for the batch's ids while compiling (one, not none)
+        compiler = build(_among(marker)).query.get_compiler(alias)
+        sql, params = compiler.as_sql()
+        at = [index for index, param in enumerate(params) if param is marker]
+        if not at:  # pragma: no cover - every batch query compares the case ids
+            raise AssertionError(f"batch query {name} does not take the ids")
+        entry = cache[(name, alias)] = (compiler, sql, tuple(params), at)
+    compiler, sql, params, at = entry
+    params = list(params)
+    for index in at:
+        params[index] = ids
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+    if compiler.has_extra_select:
+        found = [row[: compiler.col_count] for row in found]
+    return compiler.results_iter(results=[found], tuple_expected=True)
 
 
 def _among(ids: list[int]) -> Any:

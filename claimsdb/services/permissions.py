@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import IntegerField
 
 from claimsdb.records import PermissionDenied
 
 ROLES = ("viewer", "analyst", "reviewer")
 RANK = {role: rank for rank, role in enumerate(ROLES)}
+# The rank of a user's highest role, read with the user (``role_rank_annotation``).
+ROLE_RANK_FIELD = "claimsdb_role_rank"
+_NOT_LOADED = object()
 
 
 def user_role(user: AbstractBaseUser | AnonymousUser | None) -> str | None:
@@ -19,6 +23,48 @@ def user_role(user: AbstractBaseUser | AnonymousUser | None) -> str | None:
     names = set(user.groups.values_list("name", flat=True))
     held = [role for role in ROLES if role in names]
     return held[-1] if held else None
+
+
+def role_rank_annotation() -> dict:
+    """``User.objects.annotate(**role_rank_annotation())``: each user with the rank of their
+    highest role (None without one) in the same query. The signed-in user of a request is
+    read so (``claimsdb.signin.ThrottledModelBackend.get_user``), and ``loaded_role`` uses
+    it: a page or an API read needs no query of its own for the role. (Plain SQL: the
+    expression is put together on every request, and this is far cheaper than the ORM's.)"""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.db import connection
+    from django.db.models.expressions import RawSQL
+
+    quote = connection.ops.quote_name
+    user_model = get_user_model()
+    through = user_model._meta.get_field("groups").remote_field.through._meta
+    user_column = through.get_field("user").column
+    group_column = through.get_field("group").column
+    ranks = " ".join("WHEN %s THEN %s" for _ in ROLES)
+    sql = (
+        f"SELECT MAX(CASE g.{quote('name')} {ranks} END) "
+        f"FROM {quote(Group._meta.db_table)} g "
+        f"JOIN {quote(through.db_table)} m ON m.{quote(group_column)} = g.{quote('id')} "
+        f"WHERE m.{quote(user_column)} = "
+        f"{quote(user_model._meta.db_table)}.{quote(user_model._meta.pk.column)}"
+    )
+    params = [value for role in ROLES for value in (role, RANK[role])]
+    return {ROLE_RANK_FIELD: RawSQL(sql, params, output_field=IntegerField())}
+
+
+def loaded_role(user: AbstractBaseUser | AnonymousUser | None) -> str | None:
+    """``user_role``, from the rank read with the user when it was (``role_rank_annotation``),
+    else looked up. For deciding what a request shows, once per request: the services call
+    ``user_role`` (a fresh lookup) inside every writing transaction."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return None
+    if user.is_superuser:
+        return "reviewer"
+    rank = getattr(user, ROLE_RANK_FIELD, _NOT_LOADED)
+    if rank is _NOT_LOADED:
+        return user_role(user)
+    return None if rank is None else ROLES[rank]
 
 
 def has_role(user, role: str) -> bool:

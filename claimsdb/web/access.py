@@ -23,7 +23,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from claimsdb import public, selectors
 from claimsdb.models import Release, Revision
 from claimsdb.records import record_document
-from claimsdb.services.permissions import RANK, user_role
+from claimsdb.services.permissions import RANK, loaded_role
 
 WORKING = "working"  # the live state: signed-in readers with a role
 RELEASED = "released"  # released revisions only: everyone else
@@ -34,9 +34,9 @@ class SignInRequired(Exception):
 
 
 def request_role(request: HttpRequest) -> str | None:
-    """The user's highest role, looked up once per request."""
+    """The user's highest role, once per request (read with the signed-in user)."""
     if not hasattr(request, "_claimsdb_role"):
-        request._claimsdb_role = user_role(request.user)
+        request._claimsdb_role = loaded_role(request.user)
     return request._claimsdb_role
 
 
