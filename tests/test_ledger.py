@@ -59,6 +59,23 @@ def test_verify_catches_a_live_row_changed_behind_the_services(seeded):
     ]
 
 
+def test_verify_catches_a_live_record_without_revisions(seeded, analyst):
+    document = case_doc(seeded, "CP22-003")
+    document["title"] = "A second revision"
+    case_update(user=analyst, key="CP22-003", document=document, summary="Retitle")
+    numbers = list(
+        Revision.objects.filter(record_key="CP22-003")
+        .order_by("number")
+        .values_list("number", flat=True)
+    )
+    assert len(numbers) == 2
+    # the latest of its revisions is the one compared: the record equals it
+    assert verify_history() == []
+    Revision.objects.filter(record_key="CP22-003").delete()
+    problems = verify_history()
+    assert "case CP22-003: exists but has no revision (written behind the ledger)" in problems
+
+
 def test_revert_restores_an_old_revision_as_a_new_one(seeded, analyst, reviewer):
     original = Revision.objects.get(record_key="CP22-003")
     document = case_doc(seeded, "CP22-003")
