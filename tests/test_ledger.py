@@ -44,6 +44,27 @@ def test_verify_catches_edited_metadata(seeded):
     assert any("chain hash does not match" in p for p in verify_history())
 
 
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("action", "revert"),
+        ("material", False),
+        ("record_key", "CP22-999"),
+        ("summary", "Rewritten history"),
+        ("created_at", "2020-01-01T00:00:00.000001Z"),
+        ("snapshot_sha256", "f" * 64),
+    ],
+)
+def test_verify_catches_each_chained_field_edited(seeded, field, value):
+    revision = Revision.objects.get(record_key="CP22-003")
+    Revision.objects.filter(pk=revision.pk).update(**{field: value})
+    problems = verify_history()
+    assert (
+        f"revision {revision.number}: the chain hash does not match its contents "
+        "(metadata or snapshot hash was edited)"
+    ) in problems
+
+
 def test_verify_catches_a_deleted_revision(seeded):
     Revision.objects.filter(number=3).delete()
     problems = verify_history()
