@@ -39,28 +39,10 @@ from .canonical import json_number
 CASE_FIELDS = ("key", "title", "status", "summary", "scope_note", "account", "basis", "limits")
 
 
-def case_documents(cases: list[Case], *, bytewise_keys: bool = False) -> list[dict[str, Any]]:
+def case_documents(cases: list[Case]) -> list[dict[str, Any]]:
     """The documents of ``cases`` (rows with at least ``CASE_FIELDS``), in their order:
-    ten queries, whatever the cases hold.
-
-    ``bytewise_keys``: the database orders keys as Python does (``stream.orders_bytewise``).
-    Each query then also bounds the case key by the batch's smallest and largest key: a
-    predicate that changes no result (the batch's ids decide) but lets the planner reach a
-    batch of consecutive keys (``keyset_batches``) through the key and foreign-key indexes
-    even without table statistics, rather than scan every related row for every batch.
-    """
+    ten queries, whatever the cases hold."""
     ids = _among([case.pk for case in cases])
-    if bytewise_keys and cases:
-        keys = [case.key for case in cases]
-        span = (min(keys), max(keys))
-
-        def of_batch(path: str) -> Q:
-            return Q(**{f"{path}__range": span})
-
-    else:
-
-        def of_batch(path: str) -> Q:
-            return Q()
 
     def rows(queryset, *fields: str) -> dict[int, list[tuple]]:
         """Rows of ``queryset`` for the batch, grouped by their case (the first field)."""
@@ -70,9 +52,9 @@ def case_documents(cases: list[Case], *, bytewise_keys: bool = False) -> list[di
         return grouped
 
     by_case = {"case_id__in": ids}
-    tags = rows(CaseTag.objects.filter(of_batch("case__key"), **by_case), "case_id", "name")
+    tags = rows(CaseTag.objects.filter(**by_case), "case_id", "name")
     claims = rows(
-        Claim.objects.filter(of_batch("case__key"), **by_case).order_by("case_id", "position"),
+        Claim.objects.filter(**by_case).order_by("case_id", "position"),
         "case_id",
         "id",
         "claim_id",
@@ -83,16 +65,14 @@ def case_documents(cases: list[Case], *, bytewise_keys: bool = False) -> list[di
         "origin",
     )
     evidence = rows(
-        EvidenceLink.objects.filter(of_batch("claim__case__key"), claim__case_id__in=ids).order_by(
-            "claim_id", "position"
-        ),
+        EvidenceLink.objects.filter(claim__case_id__in=ids).order_by("claim_id", "position"),
         "claim_id",
         "source__key",
         "relation",
         "locator",
     )
     assessments = rows(
-        Assessment.objects.filter(of_batch("case__key"), **by_case).order_by("case_id", "position"),
+        Assessment.objects.filter(**by_case).order_by("case_id", "position"),
         "case_id",
         "method__key",
         "assessed_on",
@@ -105,19 +85,13 @@ def case_documents(cases: list[Case], *, bytewise_keys: bool = False) -> list[di
         "basis_sources",
     )
     controls = rows(
-        Control.objects.filter(of_batch("case__key"), **by_case).order_by("case_id", "position"),
-        "case_id",
-        "kind",
-        "text",
+        Control.objects.filter(**by_case).order_by("case_id", "position"), "case_id", "kind", "text"
     )
     unknowns = rows(
-        Unknown.objects.filter(of_batch("case__key"), **by_case).order_by("case_id", "position"),
-        "case_id",
-        "kind",
-        "text",
+        Unknown.objects.filter(**by_case).order_by("case_id", "position"), "case_id", "kind", "text"
     )
     figures = rows(
-        Figure.objects.filter(of_batch("case__key"), **by_case).order_by("case_id", "position"),
+        Figure.objects.filter(**by_case).order_by("case_id", "position"),
         "case_id",
         "figure_id",
         "value",
@@ -128,9 +102,7 @@ def case_documents(cases: list[Case], *, bytewise_keys: bool = False) -> list[di
         "claims",
     )
     attributions = rows(
-        Attribution.objects.filter(of_batch("case__key"), **by_case).order_by(
-            "case_id", "position"
-        ),
+        Attribution.objects.filter(**by_case).order_by("case_id", "position"),
         "case_id",
         "figure_id",
         "role",
@@ -142,16 +114,13 @@ def case_documents(cases: list[Case], *, bytewise_keys: bool = False) -> list[di
     relations_out: dict[int, list[tuple]] = defaultdict(list)
     relations_in: dict[int, list[tuple]] = defaultdict(list)
     for case_id, other_id, case_key, other_key, kind, note in Relation.objects.filter(
-        (Q(case_id__in=ids) & of_batch("case__key"))
-        | (Q(other_id__in=ids, kind__in=SYMMETRIC_RELATIONS) & of_batch("other__key"))
+        Q(case_id__in=ids) | Q(other_id__in=ids, kind__in=SYMMETRIC_RELATIONS)
     ).values_list("case_id", "other_id", "case__key", "other__key", "kind", "note"):
         if case_id in batch:
             relations_out[case_id].append((other_key, kind, note))
         if other_id in batch and kind in SYMMETRIC_RELATIONS:
             relations_in[other_id].append((case_key, kind, note))
-    runs = rows(
-        ReproductionRun.objects.filter(of_batch("case__key"), **by_case), "case_id", "summary"
-    )
+    runs = rows(ReproductionRun.objects.filter(**by_case), "case_id", "summary")
 
     documents = []
     for case in cases:

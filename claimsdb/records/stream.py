@@ -79,21 +79,16 @@ def orders_bytewise(queryset: QuerySet) -> bool:
 
 
 def keyset_batches(
-    queryset: QuerySet[M],
-    *,
-    field: str = "key",
-    batch_size: int = BATCH_SIZE,
-    bytewise: bool | None = None,
+    queryset: QuerySet[M], *, field: str = "key", batch_size: int = BATCH_SIZE
 ) -> Iterator[list[M]]:
     """``queryset`` in ``field`` order, ``batch_size`` rows at a time: each batch is one
     query (plus the queryset's prefetches) that starts after the last value seen, so a
-    batch costs the same at the end of a large table as at its start. ``bytewise``:
-    ``orders_bytewise`` of the queryset, if the caller has asked already."""
+    batch costs the same at the end of a large table as at its start."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     order: Any = field
     text = queryset.model._meta.get_field(field).get_internal_type() in {"CharField", "TextField"}
-    if text and not (orders_bytewise(queryset) if bytewise is None else bytewise):
+    if text and not orders_bytewise(queryset):
         queryset = queryset.annotate(bytewise_key=Collate(F(field), "C"))
         order = "bytewise_key"
     queryset = queryset.order_by(order)
@@ -116,9 +111,8 @@ def document_batches(kind: str, *, batch_size: int = BATCH_SIZE) -> Iterator[lis
     """
     if kind == "case":
         cases = Case.objects.only(*CASE_FIELDS)
-        bytewise = orders_bytewise(cases)
-        for batch in keyset_batches(cases, batch_size=batch_size, bytewise=bytewise):
-            yield case_documents(batch, bytewise_keys=bytewise)
+        for batch in keyset_batches(cases, batch_size=batch_size):
+            yield case_documents(batch)
         return
     model, to_document = {
         "method": (AssessmentMethod, method_document),
