@@ -44,6 +44,27 @@ def test_verify_catches_edited_metadata(seeded):
     assert any("chain hash does not match" in p for p in verify_history())
 
 
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("action", "revert"),
+        ("material", False),
+        ("record_key", "CP22-999"),
+        ("summary", "Rewritten history"),
+        ("created_at", "2020-01-01T00:00:00.000001Z"),
+        ("snapshot_sha256", "f" * 64),
+    ],
+)
+def test_verify_catches_each_chained_field_edited(seeded, field, value):
+    revision = Revision.objects.get(record_key="CP22-003")
+    Revision.objects.filter(pk=revision.pk).update(**{field: value})
+    problems = verify_history()
+    assert (
+        f"revision {revision.number}: the chain hash does not match its contents "
+        "(metadata or snapshot hash was edited)"
+    ) in problems
+
+
 def test_verify_catches_a_deleted_revision(seeded):
     Revision.objects.filter(number=3).delete()
     problems = verify_history()
@@ -57,6 +78,23 @@ def test_verify_catches_a_live_row_changed_behind_the_services(seeded):
         "case CP22-003: the live record differs from its latest snapshot (revision 13): "
         "changed behind the service layer"
     ]
+
+
+def test_verify_catches_a_live_record_without_revisions(seeded, analyst):
+    document = case_doc(seeded, "CP22-003")
+    document["title"] = "A second revision"
+    case_update(user=analyst, key="CP22-003", document=document, summary="Retitle")
+    numbers = list(
+        Revision.objects.filter(record_key="CP22-003")
+        .order_by("number")
+        .values_list("number", flat=True)
+    )
+    assert len(numbers) == 2
+    # the latest of its revisions is the one compared: the record equals it
+    assert verify_history() == []
+    Revision.objects.filter(record_key="CP22-003").delete()
+    problems = verify_history()
+    assert "case CP22-003: exists but has no revision (written behind the ledger)" in problems
 
 
 def test_revert_restores_an_old_revision_as_a_new_one(seeded, analyst, reviewer):

@@ -38,9 +38,12 @@ def lock_head() -> LedgerHead:
     return head
 
 
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
 def format_time(moment: dt.datetime) -> str:
     """UTC RFC 3339 with ``Z``, microseconds included: the form that is hashed."""
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.astimezone(dt.UTC).strftime(TIME_FORMAT)
 
 
 def chain_hash(
