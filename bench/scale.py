@@ -847,6 +847,15 @@ class Databases:
         if full in self.made:
             self.made.remove(full)
 
+    def analyze(self, url: str) -> None:
+        """Table statistics, as autovacuum would gather them after a load (a server may run
+        without autovacuum, as test servers often do; the planner then guesses)."""
+        import psycopg
+
+        target = urlsplit(url)._replace(scheme="postgresql")
+        with psycopg.connect(urlunsplit(target), autocommit=True) as connection:
+            connection.execute("ANALYZE")
+
     def drop_all(self) -> None:
         for name in reversed(list(self.made)):
             self.drop(name)
@@ -965,6 +974,7 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
         target = max(1, o.revisions * sizes[name] // big_n)
         log(f"padding the ledger of the {sizes[name]:,}-case knowledge base to {target:,} …")
         run_child(urls[name], "pad", target)
+        dbs.analyze(urls[name])
     pub_copies = {name: dbs.copy(f"{name}_publish", f"{dbs.prefix}_{name}") for name in sizes
                   if name != "upd" and traced_runs}  # fmt: skip
 
