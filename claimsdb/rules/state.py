@@ -46,6 +46,8 @@ class ScopeState:
     assessments: list[tuple[str, int, int | None, frozenset[str]]] = field(default_factory=list)
     report: set[str] | None = None
     _component: dict[str, str] = field(default_factory=dict)
+    _forbidding: dict[tuple[str, str], RuleFact] = field(default_factory=dict)
+    _forbidding_of: list[RuleFact] | None = None  # the list ``_forbidding`` indexes
 
     @classmethod
     def load(cls, report: set[str] | None = None) -> ScopeState:
@@ -103,10 +105,14 @@ class ScopeState:
         return self._component.get(a, a) == self._component.get(b, b)
 
     def forbidding_rule(self, figure_id: str, case: str) -> RuleFact | None:
-        for rule in self.rules:
-            if rule.figure == figure_id and rule.case == case:
-                return rule
-        return None
+        """The first rule (by key) forbidding ``figure_id`` to ``case``, from an index of
+        ``rules`` built on first use (a scan per attribution made a full check quadratic)."""
+        if self._forbidding_of is not self.rules:
+            index: dict[tuple[str, str], RuleFact] = {}
+            for rule in self.rules:
+                index.setdefault((rule.figure, rule.case), rule)
+            self._forbidding, self._forbidding_of = index, self.rules
+        return self._forbidding.get((figure_id, case))
 
     def attributable(self, figure: FigureFact, case: str) -> bool:
         if self.forbidding_rule(figure.figure_id, case):
