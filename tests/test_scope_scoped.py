@@ -5,6 +5,7 @@ size."""
 from __future__ import annotations
 
 import copy
+import tracemalloc
 from contextlib import contextmanager
 
 import pytest
@@ -661,3 +662,34 @@ def update_queries(reviewer, count: int) -> int:
 
 def test_a_case_update_costs_the_same_queries_in_a_larger_knowledge_base(reviewer):
     assert update_queries(reviewer, 1) == update_queries(reviewer, 20)
+
+
+# -- check_rules' scope scan: memory follows the batch, queries follow the batches --------
+
+
+def scope_scan_cost(reviewer, count: int) -> tuple[int, int]:
+    """The tracemalloc peak and the queries of check_rules' scope scan in batches of 5,
+    over ``count`` events of three cases (two of them one event, a rule, an assessment).
+    Enough batches that the database driver's cache of statements (on SQLite, the last
+    128 distinct statements) is full at every size."""
+    with transaction.atomic():
+        populate(reviewer, count)
+        list(scope_violations(batch_size=5))  # imports and caches warmed up
+        tracemalloc.start()
+        try:
+            found = list(scope_violations(batch_size=5))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        with CaptureQueriesContext(connection) as queries:
+            list(scope_violations(batch_size=5))
+        assert found == full_scan_by_case()
+        transaction.set_rollback(True)
+    return peak, len(queries)
+
+
+def test_the_scope_scan_holds_a_batch_and_costs_fixed_queries_per_batch(reviewer):
+    (small, q1), (_, q2), (large, q3) = (scope_scan_cost(reviewer, n) for n in (30, 60, 90))
+    assert large <= 1.5 * small, (small, large)
+    # 90 more cases are 18 more batches: the same queries each time
+    assert q3 - q2 == q2 - q1 > 0, (q1, q2, q3)
