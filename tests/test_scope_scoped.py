@@ -689,7 +689,7 @@ def scope_scan_cost(reviewer, count: int) -> tuple[int, int]:
 
 
 def test_the_scope_scan_holds_a_batch_and_costs_fixed_queries_per_batch(reviewer):
-    (small, q1), (_, q2), (large, q3) = (scope_scan_cost(reviewer, n) for n in (30, 60, 90))
+    (small, q1), (_, q2), (large, q3) = (scope_scan_cost(reviewer, n) for n in (60, 90, 120))
     assert large <= 1.5 * small, (small, large)
     # 90 more cases are 18 more batches: the same queries each time
     assert q3 - q2 == q2 - q1 > 0, (q1, q2, q3)
