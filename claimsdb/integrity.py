@@ -32,11 +32,13 @@ from claimsdb.records.stream import (
     Progress,
     document_batches,
     in_key_order,
+    keyset_batches,
     record_count,
     reported_batches,
 )
-from claimsdb.rules import ScopeState, run_field_rules, run_scope_rules
+from claimsdb.rules import run_field_rules, run_scope_rules
 from claimsdb.rules.context import DocumentContext
+from claimsdb.rules.scoped import load_scoped, same_event_closure
 from claimsdb.services.ledger import GENESIS_HASH, TIME_FORMAT
 
 LIVE_MODELS = {"case": Case, "method": AssessmentMethod, "rule": ScopeRule, "source": Source}
@@ -264,8 +266,7 @@ def rule_violations(
 ) -> Iterator[RuleViolation]:
     """The violations of ``check_rules`` as they are found: the field rules of every case
     and every scope rule, a batch of documents at a time (a fixed number of queries per
-    batch), then the scope rules over the knowledge base's scope facts (figures,
-    attributions, relations, rules and graded assessments: not the documents)."""
+    batch), then the scope rules, a batch of cases at a time (``scope_violations``)."""
     cases = in_key_order(document_batches("case", batch_size=batch_size))
     for documents in reported_batches("cases", lambda: record_count("case"), cases, progress):
         for document, context in zip(documents, case_check_contexts(documents), strict=True):
@@ -276,7 +277,41 @@ def rule_violations(
         for document, context in zip(documents, rule_check_contexts(documents), strict=True):
             for violation in run_field_rules("rule", document, context):
                 yield _in_record(violation, f"rule {document['key']}")
-    yield from run_scope_rules(ScopeState.load(None))
+    yield from scope_violations(batch_size=batch_size, progress=progress)
+
+
+def scope_violations(
+    *, batch_size: int = BATCH_SIZE, progress: Progress = NO_PROGRESS
+) -> Iterator[RuleViolation]:
+    """The scope rules over every case, ``batch_size`` cases at a time, in key order.
+
+    Each batch is checked on the scope state of its ``same_event`` closure
+    (``rules.scoped.load_scoped``, the loader of the write path), which holds everything
+    those cases' violations depend on: so each batch reports exactly what a scan of the
+    whole knowledge base (``ScopeState.load(None)``) reports for its cases, and memory
+    follows the batch and its neighbourhood (its events, the figures they attribute or
+    rest on, the rules naming them), not the knowledge base. Violations come case by case
+    in key order; a case's in the order the full scan gives them (rule by rule).
+
+    Queries per batch: the case keys, one per round of the ``same_event`` closure (the
+    distance to the farthest case of the batch's events, plus one) and the five of
+    ``load_scoped``.
+    """
+    keys = keyset_batches(Case.objects.only("key"), batch_size=batch_size)
+    for batch in reported_batches("scope", lambda: record_count("case"), keys, progress):
+        yield from batch_scope_violations([case.key for case in batch])
+
+
+def batch_scope_violations(keys: list[str]) -> list[RuleViolation]:
+    """The scope violations of the cases ``keys`` (in that order, each case's as the full
+    scan orders them). Violations of the other cases of their events are computed too
+    (they share the state) but left to the batch those cases belong to."""
+    state = load_scoped(same_event_closure(keys))
+    position = {key: n for n, key in enumerate(keys)}
+    found = [v for v in run_scope_rules(state) if v.record.removeprefix("case ") in position]
+    # a stable sort: within a case, the order of the rules and of the rows they read
+    found.sort(key=lambda v: position[v.record.removeprefix("case ")])
+    return found
 
 
 def case_check_contexts(documents: list[dict[str, Any]]) -> list[DocumentContext]:
@@ -363,4 +398,10 @@ def _in_record(violation: RuleViolation, record: str) -> RuleViolation:
     return RuleViolation(violation.code, violation.message, violation.path, record)
 
 
-__all__ = ["check_rules", "history_problems", "rule_violations", "verify_history"]
+__all__ = [
+    "check_rules",
+    "history_problems",
+    "rule_violations",
+    "scope_violations",
+    "verify_history",
+]

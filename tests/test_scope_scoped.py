@@ -5,6 +5,7 @@ size."""
 from __future__ import annotations
 
 import copy
+import tracemalloc
 from contextlib import contextmanager
 
 import pytest
@@ -13,6 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from claimsdb.integrity import batch_scope_violations, check_rules, scope_violations
+from claimsdb.models import ScopeRule
 from claimsdb.records import RuleViolation, RuleViolations, record_document
 from claimsdb.rules import ScopeState, run_scope_rules
 from claimsdb.rules.scope import bridge_hits, non_attribution_hits
@@ -370,6 +373,80 @@ def test_scoped_check_refuses_exactly_what_the_full_scan_refuses(reviewer, data)
         transaction.set_rollback(True)
 
 
+# -- check_rules: the scope scan in batches is the full scan ------------------------------
+
+
+def full_scan_by_case() -> list[RuleViolation]:
+    """The full scan's violations in check_rules' order: case by case in key order, a
+    case's in the full scan's order (a stable sort)."""
+    return sorted(run_scope_rules(ScopeState.load(None)), key=lambda v: v.record)
+
+
+def behind_the_services(draw, bundle: dict) -> None:
+    """Rule rows written straight to the table: active rules naming a figure or a case
+    that does not exist, or a pair another rule names already (the first by key counts)."""
+    figure_ids = [f["id"] for case in bundle["cases"] for f in case["figures"]] or ["FIG-NONE"]
+    keys = [case["key"] for case in bundle["cases"]]
+    for n, (figure_id, case) in enumerate(
+        draw(
+            st.lists(
+                st.tuples(
+                    st.sampled_from([*figure_ids, "FIG-CP90-999-0"]),
+                    st.sampled_from([*keys, "CP90-999"]),
+                ),
+                max_size=2,
+            )
+        )
+    ):
+        ScopeRule.objects.create(
+            key=f"RULE-CP90-B{n}",
+            kind="non_attribution",
+            status="active",
+            figure=figure_id,
+            case=case,
+            reason=f"Written behind the services ({n}).",
+        )
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.data())
+def test_check_rules_scans_scope_in_batches_as_the_full_scan_does(reviewer, data):
+    """Whatever the batch size, the batched scope scan of check_rules reports exactly the
+    full scan's violations (codes, messages, paths, records), case by case in key order."""
+    bundle = data.draw(knowledge_bases())
+    with transaction.atomic():
+        with unchecked_scope():
+            bundle_load(user=reviewer, bundle=copy.deepcopy(bundle), summary="Random base")
+        behind_the_services(data.draw, bundle)
+        expected = full_scan_by_case()
+        for size in (1, 2, 3, 500):
+            assert list(scope_violations(batch_size=size)) == expected, size
+        # check_rules ends with them, after the field rules of the cases and rules
+        found = check_rules(batch_size=data.draw(st.integers(min_value=1, max_value=4)))
+        assert found[len(found) - len(expected) :] == expected
+        event("violations" if expected else "clean")
+        transaction.set_rollback(True)
+
+
+def test_a_batch_reports_its_own_cases_only(reviewer):
+    """A and B conflict (same_event and related_distinct): the full scan names A, the
+    first case of the stored relation. A batch holding only B loads A too (one event),
+    yet neither reports the conflict for B nor leaves it out of A's batch."""
+    cases = {A: new_case(A), B: new_case(B), C: new_case(C)}
+    add_relation(cases, A, B, "same_event")
+    add_relation(cases, A, B, "related_distinct")
+    store(reviewer, cases)
+    assert [v.record for v in full_scan_by_case()] == [f"case {A}"]
+    assert batch_scope_violations([B]) == []
+    assert [v.record for v in batch_scope_violations([A])] == [f"case {A}"]
+    assert list(scope_violations(batch_size=1)) == full_scan_by_case()
+
+
 # -- fixed examples: each thing a change reaches beyond the records it writes -----------------
 
 
@@ -585,3 +662,34 @@ def update_queries(reviewer, count: int) -> int:
 
 def test_a_case_update_costs_the_same_queries_in_a_larger_knowledge_base(reviewer):
     assert update_queries(reviewer, 1) == update_queries(reviewer, 20)
+
+
+# -- check_rules' scope scan: memory follows the batch, queries follow the batches --------
+
+
+def scope_scan_cost(reviewer, count: int) -> tuple[int, int]:
+    """The tracemalloc peak and the queries of check_rules' scope scan in batches of 5,
+    over ``count`` events of three cases (two of them one event, a rule, an assessment).
+    Enough batches that the database driver's cache of statements (on SQLite, the last
+    128 distinct statements) is full at every size."""
+    with transaction.atomic():
+        populate(reviewer, count)
+        list(scope_violations(batch_size=5))  # imports and caches warmed up
+        tracemalloc.start()
+        try:
+            found = list(scope_violations(batch_size=5))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        with CaptureQueriesContext(connection) as queries:
+            list(scope_violations(batch_size=5))
+        assert found == full_scan_by_case()
+        transaction.set_rollback(True)
+    return peak, len(queries)
+
+
+def test_the_scope_scan_holds_a_batch_and_costs_fixed_queries_per_batch(reviewer):
+    (small, q1), (_, q2), (large, q3) = (scope_scan_cost(reviewer, n) for n in (60, 90, 120))
+    assert large <= 1.5 * small, (small, large)
+    # 90 more cases are 18 more batches: the same queries each time
+    assert q3 - q2 == q2 - q1 > 0, (q1, q2, q3)

@@ -279,12 +279,14 @@ def queries(command: Callable[[], object]) -> int:
 # case rows and ten for their related rows (both directions of relations in one);
 # verify_history adds the batch's latest snapshots (its revisions stream through one query,
 # read in chunks of the batch size), check_rules the context lookups (six at most: none is
-# made for references a batch lacks, here relations to other cases).
+# made for references a batch lacks, here relations to other cases) and its scope pass: the
+# case keys, one round of the same_event closure (these cases have no relations) and four
+# for the scope state (no figure query: these cases attribute no figure, grade no impact).
 PER_BATCH = {
     "export_records": 11,
     "export_records --release": 1,
     "verify_history": 11 + 1,
-    "check_rules": 11 + 5,
+    "check_rules": 11 + 5 + 1 + 1 + 4,
 }
 
 

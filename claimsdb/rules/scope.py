@@ -42,11 +42,8 @@ def bridge_hits(state: ScopeState) -> Iterator[tuple[RuleFact, RuleViolation]]:
             continue
         if not state.same_event(figure.case, rule.case):
             continue
-        for case, other, kind in state.relations:
-            if kind != "same_event" or not (
-                state.same_event(case, rule.case) and state.same_event(other, rule.case)
-            ):
-                continue
+        # the same_event relations of the rule's case's event, in the order of relations
+        for case, other, kind in state.event_relations(rule.case):
             for subject, partner in ((case, other), (other, case)):
                 yield (
                     rule,
@@ -103,7 +100,7 @@ def impact_rests_on_production_figures(state: ScopeState) -> Iterator[RuleViolat
     for case, position, impact, basis in state.assessments:
         if impact is None or not state.reports(case):
             continue
-        supported = [f for f in state.figures.values() if f.claims & basis]
+        supported = state.supporting(basis)
         if any(f.scope == "production" and state.attributable(f, case) for f in supported):
             continue
         lab = [f for f in supported if f.scope == "lab"]

@@ -21,13 +21,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from claimsdb.choices import RelationKind
-from claimsdb.models import Assessment, Attribution, Case, Claim, Figure, Relation, ScopeRule
+from claimsdb.models import Assessment, Attribution, Claim, Figure, Relation, ScopeRule
 
-from .state import FigureFact, RuleFact, ScopeState
+from .state import FIGURE_FACTS, FigureFact, RuleFact, ScopeState
 
 
 def affected_cases(
@@ -51,7 +51,7 @@ def affected_cases(
             figure_claims |= set(figure["claims"])
     if cases:
         # relations as they are (a removed relation changes the partner too)
-        for case, other in relations_touching(cases, "case__key", "other__key"):
+        for case, other in relations_of(cases, "case__key", "other__key"):
             seeds |= {case, other}
         # figures as they are: their facts may change or they may go
         for figure_id, claims in Figure.objects.filter(case__key__in=cases).values_list(
@@ -84,23 +84,6 @@ def affected_cases(
     return same_event_closure(seeds)
 
 
-def relations_touching(cases: Iterable[str], *fields: str, **filters: Any) -> Iterable[tuple]:
-    """``fields`` of the relations (matching ``filters``) with a case of ``cases`` on either
-    side, ordered by ``fields``; one query.
-
-    The two sides are two index lookups joined by UNION: an ``OR`` across the joins to
-    both cases would make PostgreSQL read every relation and every case, so the cost of a
-    write would grow with the knowledge base. ``fields`` must identify a relation (or the
-    caller must not care about duplicates), since UNION merges equal rows.
-    """
-    ids = Case.objects.filter(key__in=set(cases)).values("pk")
-    either = [
-        Relation.objects.filter(**{side: ids}, **filters).order_by().values_list(*fields)
-        for side in ("case__in", "other__in")
-    ]
-    return either[0].union(either[1]).order_by(*fields)
-
-
 def same_event_closure(cases: Iterable[str]) -> set[str]:
     """``cases`` and every case joined to one of them by a chain of ``same_event``.
 
@@ -112,9 +95,7 @@ def same_event_closure(cases: Iterable[str]) -> set[str]:
     found = set(cases)
     frontier = set(found)
     while frontier:
-        rows = relations_touching(
-            frontier, "case__key", "other__key", kind=RelationKind.SAME_EVENT
-        )
+        rows = relations_of(frontier, "case__key", "other__key", kind=RelationKind.SAME_EVENT)
         frontier = {key for pair in rows for key in pair}
         frontier -= found
         found |= frontier
@@ -131,7 +112,12 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
     same order too.
     """
     state = ScopeState(report=set(cases))
-    state.relations = list(relations_touching(cases, "case__key", "other__key", "kind"))
+    # in the full scan's order (the model's: case, other, kind)
+    state.relations = list(
+        relations_of(cases, "case__key", "other__key", "kind").order_by(
+            "case__key", "other__key", "kind"
+        )
+    )
     state.attributions = list(
         Attribution.objects.filter(case__key__in=cases).values_list(
             "case__key", "position", "figure_id", "role"
@@ -156,22 +142,47 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
     basis = set().union(
         *(claims for _, _, impact, claims in state.assessments if impact is not None)
     )
-    for f in (
-        Figure.objects.filter(Q(figure_id__in=wanted) | _supporting(basis))
-        .select_related("case")
-        .only("figure_id", "value", "unit", "scope", "claims", "case__key")
-    ):
-        state.figures[f.figure_id] = FigureFact(
-            f.figure_id, f.case.key, f.value, f.unit, f.scope, frozenset(f.claims)
+    # the figures named, and those supporting a basis claim: a union of two index lookups
+    # (one condition for either would read every figure), in the full scan's order
+    named = Figure.objects.filter(figure_id__in=wanted).order_by()
+    rows = named.values_list(*FIGURE_FACTS, "position")
+    ordered = sorted(basis)
+    for start in range(0, len(ordered), SUPPORTING_CHUNK):
+        supporting = Figure.objects.filter(
+            _supporting(set(ordered[start : start + SUPPORTING_CHUNK]))
+        ).order_by()
+        rows = rows.union(supporting.values_list(*FIGURE_FACTS, "position"))
+    for figure_id, case, value, unit, scope, claims, _ in rows.order_by("case__key", "position"):
+        state.figures[figure_id] = FigureFact(
+            figure_id, case, value, unit, scope, frozenset(claims)
         )
-    state._build_components()
+    state._build_indexes()
     return state
+
+
+def relations_of(cases: Iterable[str], *fields: str, kind: str | None = None) -> QuerySet:
+    """``fields`` of the relations with either side in ``cases`` (of ``kind`` if given):
+    one query, the union of the relations found from each side. Each side is an index
+    lookup (the cases by key, then their relations by case); asking for either side in one
+    condition would read every relation, whatever the number of ``cases``. ``fields`` must
+    identify a relation (a relation found from both sides comes back once)."""
+    cases = list(cases)
+    rows = Relation.objects.all() if kind is None else Relation.objects.filter(kind=kind)
+    return (
+        rows.filter(case__key__in=cases)
+        .order_by()
+        .values_list(*fields)
+        .union(rows.filter(other__key__in=cases).order_by().values_list(*fields))
+    )
+
+
+# Basis claims asked for in one index lookup: with many more, PostgreSQL reads every
+# figure's claim list instead of the GIN index (a batch of check_rules asks for hundreds).
+SUPPORTING_CHUNK = 32
 
 
 def _supporting(claims: set[str]) -> Q:
     """Figures that support any of ``claims`` (a figure may support another case's claims)."""
-    if not claims:
-        return Q(pk__in=[])
     if connection.vendor == "postgresql":
         # jsonb ?| : answered from the GIN index on figure claims
         return Q(claims__has_any_keys=sorted(claims))

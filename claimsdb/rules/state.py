@@ -23,6 +23,10 @@ class FigureFact:
         return f"{self.figure_id} ({value} {self.unit}, {self.scope}, of case {self.case})"
 
 
+# What a figure's facts are read from, as plain rows (no model instance per figure).
+FIGURE_FACTS = ("figure_id", "case__key", "value", "unit", "scope", "claims")
+
+
 @dataclass(frozen=True)
 class RuleFact:
     key: str
@@ -46,17 +50,20 @@ class ScopeState:
     assessments: list[tuple[str, int, int | None, frozenset[str]]] = field(default_factory=list)
     report: set[str] | None = None
     _component: dict[str, str] = field(default_factory=dict)
-    _forbidding: dict[tuple[str, str], RuleFact] = field(default_factory=dict)
-    _forbidding_of: list[RuleFact] | None = None  # the list ``_forbidding`` indexes
+    _rule_for: dict[tuple[str, str], RuleFact] = field(default_factory=dict)
+    _supporting: dict[str, list[FigureFact]] = field(default_factory=dict)
+    _figure_order: dict[str, int] = field(default_factory=dict)
+    _event_relations: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    _paths: dict[tuple[str, str, str], str] | None = None
 
     @classmethod
     def load(cls, report: set[str] | None = None) -> ScopeState:
         state = cls(report=report)
-        for f in Figure.objects.select_related("case").only(
-            "figure_id", "value", "unit", "scope", "claims", "case__key"
+        for figure_id, case, value, unit, scope, claims in Figure.objects.values_list(
+            *FIGURE_FACTS
         ):
-            state.figures[f.figure_id] = FigureFact(
-                f.figure_id, f.case.key, f.value, f.unit, f.scope, frozenset(f.claims)
+            state.figures[figure_id] = FigureFact(
+                figure_id, case, value, unit, scope, frozenset(claims)
             )
         state.attributions = [
             (case, position, figure, role)
@@ -77,10 +84,16 @@ class ScopeState:
                 "case__key", "position", "impact", "basis_claims"
             )
         ]
-        state._build_components()
+        state._build_indexes()
         return state
 
-    def _build_components(self) -> None:
+    def _build_indexes(self) -> None:
+        """The indexes the rules look facts up by, built once the facts are loaded: the
+        ``same_event`` components, the first active rule (by key) naming each (figure, case)
+        pair, the figures supporting each claim, and each component's ``same_event``
+        relations. Each rule then costs a lookup per fact it checks, not a pass over every
+        rule, figure or relation: a full scan stays linear in the size of the knowledge base.
+        """
         parent: dict[str, str] = {}
 
         def find(key: str) -> str:
@@ -94,6 +107,19 @@ class ScopeState:
             if kind == "same_event":
                 parent[find(case)] = find(other)
         self._component = {key: find(key) for key in parent}
+        self._rule_for = {}
+        for rule in self.rules:
+            self._rule_for.setdefault((rule.figure, rule.case), rule)
+        self._supporting = defaultdict(list)
+        for figure in self.figures.values():
+            for claim in figure.claims:
+                self._supporting[claim].append(figure)
+        self._figure_order = {figure_id: n for n, figure_id in enumerate(self.figures)}
+        self._event_relations = defaultdict(list)
+        for relation in self.relations:
+            if relation[2] == "same_event":
+                self._event_relations[self._component[relation[0]]].append(relation)
+        self._paths = None
 
     def reports(self, case: str) -> bool:
         return self.report is None or case in self.report
@@ -105,26 +131,33 @@ class ScopeState:
         return self._component.get(a, a) == self._component.get(b, b)
 
     def forbidding_rule(self, figure_id: str, case: str) -> RuleFact | None:
-        """The first rule (by key) forbidding ``figure_id`` to ``case``, from an index of
-        ``rules`` built on first use (a scan per attribution made a full check quadratic)."""
-        if self._forbidding_of is not self.rules:
-            index: dict[tuple[str, str], RuleFact] = {}
-            for rule in self.rules:
-                index.setdefault((rule.figure, rule.case), rule)
-            self._forbidding, self._forbidding_of = index, self.rules
-        return self._forbidding.get((figure_id, case))
+        """The first active rule, in key order, that forbids ``figure_id`` to ``case``."""
+        return self._rule_for.get((figure_id, case))
 
     def attributable(self, figure: FigureFact, case: str) -> bool:
         if self.forbidding_rule(figure.figure_id, case):
             return False
         return self.same_event(figure.case, case)
 
+    def supporting(self, claims: frozenset[str]) -> list[FigureFact]:
+        """The figures supporting any of ``claims``, in the order ``figures`` holds them."""
+        found = {f.figure_id: f for claim in claims for f in self._supporting.get(claim, ())}
+        return sorted(found.values(), key=lambda f: self._figure_order[f.figure_id])
+
+    def event_relations(self, case: str) -> list[tuple[str, str, str]]:
+        """The ``same_event`` relations of ``case``'s component, in ``relations`` order."""
+        if case not in self._component:
+            return []
+        return self._event_relations[self._component[case]]
+
     def relation_paths(self) -> dict[tuple[str, str, str], str]:
         """Where each relation stands in each case's document: ``(case, other, kind) → path``.
 
         Documents list a case's relations sorted by (other case, kind); symmetric relations
-        appear in both cases' documents.
+        appear in both cases' documents. Computed once per state.
         """
+        if self._paths is not None:
+            return self._paths
         listed: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for case, other, kind in self.relations:
             listed[case].append((other, kind))
@@ -134,4 +167,5 @@ class ScopeState:
         for case, entries in listed.items():
             for index, (other, kind) in enumerate(sorted(entries)):
                 paths[(case, other, kind)] = f"relations[{index}]"
+        self._paths = paths
         return paths
