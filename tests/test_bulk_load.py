@@ -200,3 +200,23 @@ def test_a_case_update_reads_relations_by_either_side_not_by_an_or_across_joins(
     assert relation_reads
     for sql in relation_reads:
         assert not re.search(r'\."key" IN \([^)]*\)\)? OR \(?T\d+\."key" IN', sql), sql
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="ANALYZE runs on PostgreSQL")
+def test_a_load_refreshes_statistics_each_time_its_record_count_doubles(
+    reviewer, tmp_path, monkeypatch
+):
+    from claimsdb.services import bundles
+
+    monkeypatch.setattr(bundles, "ANALYZE_FROM", 6)
+    path = write_bundle(tmp_path, 14)  # 10 sources, 14 cases, 1 method: 25 records
+    with CaptureQueriesContext(connection) as captured:
+        assert load(reviewer, path, batch_size=4) == 25
+    analyzed = [q["sql"] for q in captured if q["sql"].startswith("ANALYZE ")]
+    # batches of 4 (methods and sources, then cases): read 1, 5, 9 (≥ 6), 11, 15, 19 (≥ 18),
+    # 23, 25: twice
+    assert len(analyzed) == 2
+    assert '"claimsdb_revision"' in analyzed[0] and '"claimsdb_case"' in analyzed[0]
+    with connection.cursor() as cursor:  # the statistics see the load's own rows
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'claimsdb_source'")
+        assert cursor.fetchone()[0] == 10
