@@ -220,3 +220,32 @@ def test_a_load_refreshes_statistics_each_time_its_record_count_doubles(
     with connection.cursor() as cursor:  # the statistics see the load's own rows
         cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'claimsdb_source'")
         assert cursor.fetchone()[0] == 10
+
+
+@pytest.mark.parametrize("colliding", [False, True], ids=["hashes", "every-hash-collides"])
+def test_the_outline_finds_duplicates_and_links_exactly_whatever_the_hashes(
+    reviewer, tmp_path, monkeypatch, colliding
+):
+    # the outline keeps names as hashes: duplicates are confirmed on the names themselves,
+    # and a collision may only link more cases, never report a key twice that is not
+    from claimsdb.records import bundle_stream
+
+    if colliding:
+        monkeypatch.setattr(bundle_stream, "_hash", lambda text: 7)
+    cases = [synthetic.case_document(i, 8) for i in range(8)]
+    bundle = bundle_of(cases)
+    bundle["sources"].append(copy.deepcopy(bundle["sources"][3]))
+    bundle["cases"].append(copy.deepcopy(bundle["cases"][5]))
+    with open(save(tmp_path, bundle), "rb") as stream:
+        shape = bundle_stream.outline(stream)
+    assert shape.duplicates == {"sources[10]", "cases[8]"}
+    del bundle["sources"][10], bundle["cases"][8]
+    with open(save(tmp_path, bundle, "unique.json"), "rb") as stream:
+        shape = bundle_stream.outline(stream)
+    assert shape.duplicates == set()
+    groups = {shape.links.group(i)[0] for i in range(8)}
+    if colliding:
+        assert len(groups) == 1  # every name "the same": one group, written in one batch
+    assert load(reviewer, save(tmp_path, bundle, "unique.json"), batch_size=3) == 8 + 10 + 1
+    for document in cases:
+        assert record_document("case", document["key"]) == document

@@ -3,8 +3,9 @@
 ``outline`` reads the file once, event by event, and keeps only what a bulk load needs to
 plan its batches: the shape of the top level, the keys of every list (to refuse a key
 given twice) and, for cases, which cases are linked by relations or attributions — the
-cases that must be written in the same batch. ``iter_list`` then reads one list's items
-one at a time. See docs/bulk-loading.md.
+cases that must be written in the same batch. Names are held as hashes in arrays, two
+machine words each, and compared as text only where hashes repeat. ``iter_list`` then
+reads one list's items one at a time. See docs/bulk-loading.md.
 """
 
 from __future__ import annotations
@@ -108,13 +109,13 @@ def outline(stream: IO[bytes]) -> BundleOutline:
     result = BundleOutline()
     top_level: dict[str, str] = {}  # top-level field → the type of its value
     current: str | None = None
-    item_prefixes = {f"{name}.item": name for name in schema.BUNDLE_LISTS}
-    key_prefixes = {f"{name}.item.key": name for name in schema.BUNDLE_LISTS}
     counts = dict.fromkeys(schema.BUNDLE_LISTS, -1)
-    seen: dict[str, set[str]] = {name: set() for name in schema.BUNDLE_LISTS}
-    case_keys: dict[str, int] = {}
-    figure_owners: dict[str, int] = {}
-    references: list[tuple[int, str, bool]] = []  # (case, case key or figure ID, is a figure)
+    # Names are kept as their hashes (``_hash``), in arrays: a machine word or two per
+    # record where the strings in sets and dicts took some 400 bytes per case.
+    keys = {name: _Pairs() for name in schema.BUNDLE_LISTS}  # (key, position in its list)
+    figures = _Pairs()  # (figure ID, position of the case that owns it)
+    cases_named = _Pairs()  # (case key named by a relation, position of the naming case)
+    figures_named = _Pairs()  # (figure ID named by an attribution, position of the case)
     links = result.links
     try:
         events = ijson.parse(stream, buf_size=_BUF_SIZE, use_float=True)
@@ -139,28 +140,24 @@ def outline(stream: IO[bytes]) -> BundleOutline:
                 if prefix == "format" and event == "string":
                     result.format = value
                 continue
-            name = item_prefixes.get(prefix)
+            name = _ITEM_PREFIXES.get(prefix)
             if name is not None:
                 if event in _VALUE_STARTS:  # not the keys or the end of an item
                     counts[name] += 1
                     if name == "cases":
                         links.add_case()
                 continue
-            name = key_prefixes.get(prefix)
+            name = _KEY_PREFIXES.get(prefix)
             if name is not None:
                 if event == "string":
-                    if value in seen[name]:
-                        result.duplicates.add(f"{name}[{counts[name]}]")
-                    seen[name].add(value)
-                    if name == "cases":
-                        case_keys.setdefault(value, counts[name])
+                    keys[name].add(_hash(value), counts[name])
                 continue
             if prefix == "cases.item.figures.item.id" and event == "string":
-                figure_owners.setdefault(value, counts["cases"])
+                figures.add(_hash(value), counts["cases"])
             elif prefix == "cases.item.relations.item.case" and event == "string":
-                references.append((counts["cases"], value, False))
+                cases_named.add(_hash(value), counts["cases"])
             elif prefix == "cases.item.attributions.item.figure" and event == "string":
-                references.append((counts["cases"], value, True))
+                figures_named.add(_hash(value), counts["cases"])
     except ijson.JSONError as error:
         raise malformed(error) from error
     except UnicodeDecodeError as error:
@@ -171,12 +168,20 @@ def outline(stream: IO[bytes]) -> BundleOutline:
         result.format = None
     if result.format in schema.FORMATS:
         return result
-    del seen
-    for case, target, is_figure in references:
-        other = figure_owners.get(target) if is_figure else case_keys.get(target)
-        if other is not None:
-            links.link(case, other)
-    del references, case_keys, figure_owners
+    suspects = {name: pairs.repeated() for name, pairs in keys.items()}
+    if any(suspects.values()):  # a key given twice, or two keys with one hash
+        result.duplicates = _duplicates(stream, suspects)
+    # A reference links its case to every case owning a name of the same hash: a name the
+    # file gives twice (refused anyway) or a collision of hashes only links more cases,
+    # which are then written in one batch; no link is ever missed.
+    for named, owners in ((cases_named, keys["cases"]), (figures_named, figures)):
+        owner = owners.first_positions(links)
+        for target, case in named:
+            other = owner.get(target)
+            if other is not None:
+                links.link(case, other)
+        del owner
+    del keys, figures, cases_named, figures_named
     links.finish()
     result.counts = {name: count + 1 for name, count in counts.items()}
     result.problems.extend(_outline_problems(result.format, top_level))
@@ -185,6 +190,70 @@ def outline(stream: IO[bytes]) -> BundleOutline:
 
 _NOT_AN_OBJECT = object()
 _VALUE_STARTS = frozenset(_EVENT_TYPES)
+_ITEM_PREFIXES = {f"{name}.item": name for name in schema.BUNDLE_LISTS}
+_KEY_PREFIXES = {f"{name}.item.key": name for name in schema.BUNDLE_LISTS}
+
+
+def _hash(text: str) -> int:
+    """A name's hash for the outline (the process's own string hash: the outline only
+    compares names within one pass)."""
+    return hash(text)
+
+
+class _Pairs:
+    """(hash of a name, position) pairs, two machine words each."""
+
+    def __init__(self) -> None:
+        self.hashes = array("q")
+        self.positions = array("q")
+
+    def add(self, name_hash: int, position: int) -> None:
+        self.hashes.append(name_hash)
+        self.positions.append(position)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.hashes, self.positions, strict=True)
+
+    def repeated(self) -> set[int]:
+        """The positions whose hash another position has too."""
+        first: dict[int, int] = {}
+        found: set[int] = set()
+        for name_hash, position in self:
+            earlier = first.setdefault(name_hash, position)
+            if earlier != position:
+                found.update((earlier, position))
+        return found
+
+    def first_positions(self, links: CaseLinks) -> dict[int, int]:
+        """Each hash's first position; later positions with the same hash are linked to
+        it, so that whatever refers to the hash reaches all of them."""
+        first: dict[int, int] = {}
+        for name_hash, position in self:
+            earlier = first.setdefault(name_hash, position)
+            if earlier != position:
+                links.link(earlier, position)
+        return first
+
+
+def _duplicates(stream: IO[bytes], suspects: dict[str, set[int]]) -> set[str]:
+    """The paths of the items whose key an earlier item of the same list has, among the
+    positions ``suspects`` names per list: one more pass, holding only those keys."""
+    stream.seek(0)
+    counts = dict.fromkeys(schema.BUNDLE_LISTS, -1)
+    seen: dict[str, set[str]] = {name: set() for name in schema.BUNDLE_LISTS}
+    found = set()
+    for prefix, event, value in ijson.parse(stream, buf_size=_BUF_SIZE, use_float=True):
+        name = _ITEM_PREFIXES.get(prefix)
+        if name is not None:
+            if event in _VALUE_STARTS:
+                counts[name] += 1
+            continue
+        name = _KEY_PREFIXES.get(prefix)
+        if name is not None and event == "string" and counts[name] in suspects[name]:
+            if value in seen[name]:
+                found.add(f"{name}[{counts[name]}]")
+            seen[name].add(value)
+    return found
 
 
 def _outline_problems(fmt: Any, top_level: dict[str, str]) -> list[RuleViolation]:
