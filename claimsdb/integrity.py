@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 from collections.abc import Iterator
 from typing import Any
@@ -25,7 +24,6 @@ from claimsdb.records import (
     RuleViolation,
     dumps_compact,
 )
-from claimsdb.records.canonical import COMPACT_ENCODER
 from claimsdb.records.stream import (
     BATCH_SIZE,
     NO_PROGRESS,
@@ -39,7 +37,7 @@ from claimsdb.records.stream import (
 from claimsdb.rules import run_field_rules, run_scope_rules
 from claimsdb.rules.context import DocumentContext
 from claimsdb.rules.scoped import load_scoped, same_event_closure
-from claimsdb.services.ledger import GENESIS_HASH, TIME_FORMAT
+from claimsdb.services.ledger import GENESIS_HASH, row_chain_hash
 
 LIVE_MODELS = {"case": Case, "method": AssessmentMethod, "rule": ScopeRule, "source": Source}
 
@@ -91,15 +89,13 @@ def _chain_problems(batch_size: int, progress: Progress) -> Iterator[str]:
     server-side cursor on PostgreSQL (``batch_size`` rows fetched at a time), no model
     instance per revision, each snapshot hashed from the text as stored.
 
-    The loop computes ``sha256_text`` and ``chain_hash`` in line (the same bytes: the
-    compact JSON of the same ten fields): a function call per field and per hash, paid
-    for every revision of the ledger, was a large part of the pass.
+    The loop hashes each snapshot in line and each chain with ``ledger.row_chain_hash``
+    (positional arguments): calls per revision, paid for every revision of the ledger,
+    were a large part of the pass.
     """
     expected_number = 1
     previous_hash = GENESIS_HASH
     sha256 = hashlib.sha256
-    encode = COMPACT_ENCODER.encode
-    utc = dt.UTC
     rows = Revision.objects.order_by("number").values_list(*CHAIN_FIELDS)
     for batch in reported_batches(
         "revisions", Revision.objects.count, _chunks(rows, batch_size), progress
@@ -134,22 +130,19 @@ def _chain_problems(batch_size: int, progress: Progress) -> Iterator[str]:
                     f"revision {number}: the snapshot does not match its SHA-256 "
                     "(the snapshot was edited)"
                 )
-            # chain_hash(previous_hash=stored_previous, number=number, ...)
-            chained = encode(
-                [
-                    stored_previous,
-                    str(number),
-                    record_kind,
-                    record_key,
-                    action,
-                    "material" if material else "editorial",
-                    summary,
-                    str(author_id),
-                    created_at.astimezone(utc).strftime(TIME_FORMAT),
-                    snapshot_sha256,
-                ]
+            chained = row_chain_hash(
+                stored_previous,
+                number,
+                record_kind,
+                record_key,
+                action,
+                material,
+                summary,
+                author_id,
+                created_at,
+                snapshot_sha256,
             )
-            if sha256(chained.encode()).hexdigest() != stored_chain:
+            if chained != stored_chain:
                 yield (
                     f"revision {number}: the chain hash does not match its contents "
                     "(metadata or snapshot hash was edited)"

@@ -15,13 +15,13 @@ def dumps_pretty(document: Any) -> str:
 
 # One encoder for every compact dump: ``json.dumps`` with these options builds a new
 # encoder per call, a cost paid once per revision when the whole ledger is checked.
-COMPACT_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+_COMPACT = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 def dumps_compact(document: Any) -> str:
     """Snapshots and hashes: the compact form (what ``json.dumps(document,
     separators=(",", ":"), sort_keys=True, ensure_ascii=False)`` gives)."""
-    return COMPACT_ENCODER.encode(document)
+    return _COMPACT.encode(document)
 
 
 def sha256_text(text: str) -> str:

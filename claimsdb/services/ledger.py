@@ -38,12 +38,9 @@ def lock_head() -> LedgerHead:
     return head
 
 
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-
-
 def format_time(moment: dt.datetime) -> str:
     """UTC RFC 3339 with ``Z``, microseconds included: the form that is hashed."""
-    return moment.astimezone(dt.UTC).strftime(TIME_FORMAT)
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def chain_hash(
@@ -60,6 +57,36 @@ def chain_hash(
     snapshot_sha256: str,
 ) -> str:
     """The hash that links a revision to the one before it; covers all its metadata."""
+    return row_chain_hash(
+        previous_hash,
+        number,
+        record_kind,
+        record_key,
+        action,
+        material,
+        summary,
+        author_id,
+        created_at,
+        snapshot_sha256,
+    )
+
+
+def row_chain_hash(
+    previous_hash: str,
+    number: int,
+    record_kind: str,
+    record_key: str,
+    action: str,
+    material: bool,
+    summary: str,
+    author_id: int,
+    created_at: dt.datetime,
+    snapshot_sha256: str,
+    /,
+) -> str:
+    """``chain_hash`` from positional arguments, in the order of the ledger's columns:
+    the form ``verify_history`` calls for every revision. The one definition of the
+    hash: SHA-256 of the compact JSON of these ten fields, in this order."""
     fields = [
         previous_hash,
         str(number),
