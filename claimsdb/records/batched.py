@@ -40,6 +40,16 @@ from .canonical import json_number
 CASE_FIELDS = ("key", "title", "status", "summary", "scope_note", "account", "basis", "limits")
 
 
+def _positioned(model: type, *fields: str) -> tuple[type, Callable[[Any], QuerySet]]:
+    """A batch query of a table of rows listed in order within their case: ``fields`` of
+    the batch's rows, by case and position."""
+    return model, lambda ids: (
+        model.objects.filter(case_id__in=ids)
+        .order_by("case_id", "position")
+        .values_list("case_id", *fields)
+    )
+
+
 # The queries of a batch's documents: for each, its model and the rows of the batch
 # (``ids``: what ``…__in`` compares the case ids with, see ``_among``), the case (or claim)
 # id first, ordered as the models order them.
@@ -47,39 +57,22 @@ BATCH_QUERIES: dict[str, tuple[type, Callable[[Any], QuerySet]]] = {
     "tags": (CaseTag, lambda ids: CaseTag.objects.filter(case_id__in=ids).values_list(
         "case_id", "name"
     )),
-    "claims": (Claim, lambda ids: Claim.objects.filter(case_id__in=ids)
-        .order_by("case_id", "position")
-        .values_list(
-            "case_id", "id", "claim_id", "statement", "status", "status_note", "basis", "origin"
-        )),
+    "claims": _positioned(
+        Claim, "id", "claim_id", "statement", "status", "status_note", "basis", "origin"
+    ),
     "evidence": (EvidenceLink, lambda ids: EvidenceLink.objects.filter(claim__case_id__in=ids)
         .order_by("claim_id", "position")
         .values_list("claim_id", "source__key", "relation", "locator")),
-    "assessments": (Assessment, lambda ids: Assessment.objects.filter(case_id__in=ids)
-        .order_by("case_id", "position")
-        .values_list(
-            "case_id", "method__key", "assessed_on", "assessor", "values", "impact",
-            "impact_ungraded_reason", "narrative", "basis_claims", "basis_sources",
-        )),
-    "controls": (Control, lambda ids: Control.objects.filter(case_id__in=ids)
-        .order_by("case_id", "position")
-        .values_list("case_id", "kind", "text")),
-    "unknowns": (Unknown, lambda ids: Unknown.objects.filter(case_id__in=ids)
-        .order_by("case_id", "position")
-        .values_list("case_id", "kind", "text")),
-    "figures": (Figure, lambda ids: Figure.objects.filter(case_id__in=ids)
-        .order_by("case_id", "position")
-        .values_list(
-            "case_id", "figure_id", "value", "unit", "measure", "scope", "description", "claims"
-        )),
-    "attributions": (Attribution, lambda ids: Attribution.objects.filter(case_id__in=ids)
-        .order_by("case_id", "position")
-        .values_list("case_id", "figure_id", "role", "note")),
-    # both directions in one query: the batch's own relations, and the symmetric ones other
-    # cases hold to it. A union of the two, each half found through its own index (an OR of
-    # the two would scan every relation and join every case, however small the batch);
-    # UNION, not ALL, reads a relation between two cases of the batch once. The documents
-    # sort the relations themselves, so the rows need no order.
+    "assessments": _positioned(
+        Assessment, "method__key", "assessed_on", "assessor", "values", "impact",
+        "impact_ungraded_reason", "narrative", "basis_claims", "basis_sources",
+    ),
+    "controls": _positioned(Control, "kind", "text"),
+    "unknowns": _positioned(Unknown, "kind", "text"),
+    "figures": _positioned(
+        Figure, "figure_id", "value", "unit", "measure", "scope", "description", "claims"
+    ),
+    "attributions": _positioned(Attribution, "figure_id", "role", "note"),
     "relations": (Relation, lambda ids: Relation.objects.filter(case_id__in=ids)
         .order_by()
         .values_list(*RELATION_FIELDS)
