@@ -345,12 +345,16 @@ def verdict(user, writes: list[RecordWrite]):
         return "refused", [(v.code, v.message, v.path, v.record) for v in refused.violations]
 
 
-@settings(
+# Both property tests: 60 random knowledge bases each, the same ones on every run.
+RANDOM_KNOWLEDGE_BASES = settings(
     max_examples=60,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+
+
+@RANDOM_KNOWLEDGE_BASES
 @given(st.data())
 def test_scoped_check_refuses_exactly_what_the_full_scan_refuses(reviewer, data):
     bundle = data.draw(knowledge_bases())
@@ -408,12 +412,7 @@ def behind_the_services(draw, bundle: dict) -> None:
         )
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@RANDOM_KNOWLEDGE_BASES
 @given(st.data())
 def test_check_rules_scans_scope_in_batches_as_the_full_scan_does(reviewer, data):
     """Whatever the batch size, the batched scope scan of check_rules reports exactly the
