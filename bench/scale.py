@@ -333,7 +333,6 @@ def _case_rows(cursor, case_pk: int) -> dict[str, tuple[list[str], list[tuple]]]
     return rows
 
 
-
 def _named_keys(cursor, rows: dict[str, tuple[list[str], list[tuple]]]) -> dict[str, dict]:
     """``{table: {id: key}}`` of the sources, methods and cases that ``rows`` point at
     through their foreign keys (a case document names them by key): one query a table."""

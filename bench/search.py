@@ -140,9 +140,11 @@ def main() -> None:
             cursor.execute("VACUUM ANALYZE claimsdb_searchentry")
             cursor.execute("SELECT count(*) FROM claimsdb_searchentry")
             entries = cursor.fetchone()[0]
-        print(f"{entries:,} entries ({arguments.cases:,} cases, "
-              f"{arguments.cases * arguments.claims:,} claims, {sources:,} sources) "
-              f"in {time.perf_counter() - start:.0f} s")
+        print(
+            f"{entries:,} entries ({arguments.cases:,} cases, "
+            f"{arguments.cases * arguments.claims:,} claims, {sources:,} sources) "
+            f"in {time.perf_counter() - start:.0f} s"
+        )
         report(connection)
     finally:
         connection.close()
@@ -181,8 +183,9 @@ def report(connection) -> None:
             f"{ours[0] * 1000:.1f} / {ours[1] * 1000:.1f} ms | "
             f"{floor[0] * 1000:.1f} / {floor[1] * 1000:.1f} ms | {ours[1] / floor[1]:.2f}× |"
         )
-    page = search._ordered(search._matching(
-        search.SearchEntry.objects.filter(scope="working"), "w0100"), "w0100")[:20]
+    page = search._ordered(
+        search._matching(search.SearchEntry.objects.filter(scope="working"), "w0100"), "w0100"
+    )[:20]
     sql, params = page.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (VERBOSE, COSTS OFF) " + sql, params)

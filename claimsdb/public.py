@@ -464,11 +464,7 @@ def material_history(kind: str, key: str, *, public: bool) -> list[dict[str, Any
     history = []
     for number, action, created_at, dated_on, summary, author, changed in revisions:
         release, change, published_at = next(
-            (
-                (r, c, at)
-                for r, n, c, at in entries
-                if n >= number and c != ReleaseChange.UNCHANGED
-            ),
+            ((r, c, at) for r, n, c, at in entries if n >= number and c != ReleaseChange.UNCHANGED),
             (None, None, None),
         )
         history.append(

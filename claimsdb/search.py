@@ -147,8 +147,9 @@ def _matching(entries: QuerySet, query: str) -> QuerySet:
 
 
 def _ordered(found: QuerySet, query: str) -> QuerySet:
-    exact = Case(When(_exact_key(query), then=Value(1)), default=Value(0),
-                 output_field=IntegerField())
+    exact = Case(
+        When(_exact_key(query), then=Value(1)), default=Value(0), output_field=IntegerField()
+    )
     found = found.annotate(exact=exact)
     if not _postgresql():
         return found.order_by("-exact", "kind", "key").values(*FIELDS, "title", "text")
@@ -169,7 +170,10 @@ def _ordered(found: QuerySet, query: str) -> QuerySet:
             rank=SearchRank(F("vector"), text_query),
             title_marked=headline("title", highlight_all=True),
             text_marked=headline(
-                "text", max_words=EXCERPT_WORDS, min_words=15, max_fragments=2,
+                "text",
+                max_words=EXCERPT_WORDS,
+                min_words=15,
+                max_fragments=2,
                 fragment_delimiter=" … ",
             ),
         )
@@ -209,7 +213,7 @@ def marked_html(marked: str) -> SafeString:
     for index, piece in enumerate(re.split(f"[{START}{STOP}]", marked)):
         # pieces alternate: outside, match, outside, match…
         parts.append(f"<mark>{escape(piece)}</mark>" if index % 2 and piece else escape(piece))
-    return mark_safe("".join(parts))  # noqa: S308 — every piece of text was escaped above
+    return mark_safe("".join(parts))
 
 
 def _with_ellipses(html: SafeString, text: str, marked: str) -> SafeString:
@@ -219,7 +223,7 @@ def _with_ellipses(html: SafeString, text: str, marked: str) -> SafeString:
         return html
     before = "" if text.lstrip().startswith(bare[:40]) else "… "
     after = "" if text.rstrip().endswith(bare[-40:]) else " …"
-    return mark_safe(before + html + after)  # noqa: S308 — html is safe, the rest constant
+    return mark_safe(before + html + after)
 
 
 def highlight(text: str, words: list[str], *, excerpt_words: int | None = None) -> SafeString:
@@ -231,15 +235,16 @@ def highlight(text: str, words: list[str], *, excerpt_words: int | None = None) 
     wanted = [w for w in words if w]
     if not wanted:
         return escape(text)
-    pattern = re.compile("|".join(re.escape(w) for w in sorted(wanted, key=len, reverse=True)),
-                         re.IGNORECASE)
+    pattern = re.compile(
+        "|".join(re.escape(w) for w in sorted(wanted, key=len, reverse=True)), re.IGNORECASE
+    )
     parts, end = [], 0
     for match in pattern.finditer(text):
         parts.append(escape(text[end : match.start()]))
         parts.append(f"<mark>{escape(match.group())}</mark>")
         end = match.end()
     parts.append(escape(text[end:]))
-    return mark_safe("".join(parts))  # noqa: S308 — every piece of text was escaped above
+    return mark_safe("".join(parts))
 
 
 def _excerpt(text: str, words: list[str], size: int) -> str:

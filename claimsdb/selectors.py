@@ -100,9 +100,7 @@ def case_scope(key: str) -> dict[str, Any]:
     from claimsdb.models import Figure, Relation, ScopeRule
 
     rules = list(ScopeRule.objects.filter(status="active").filter(case=key).order_by("key"))
-    own_figures = dict(
-        Figure.objects.filter(case__key=key).values_list("figure_id", "case__key")
-    )
+    own_figures = dict(Figure.objects.filter(case__key=key).values_list("figure_id", "case__key"))
     protecting = list(
         ScopeRule.objects.filter(status="active", figure__in=list(own_figures)).order_by("key")
     )
@@ -489,8 +487,10 @@ def figures_of_other_cases(case_key: str) -> QuerySet[Any]:
     """Figures an attribution could name: those of every other case."""
     from claimsdb.models import Figure
 
-    return Figure.objects.select_related("case").exclude(case__key=case_key).order_by(
-        "case__key", "position"
+    return (
+        Figure.objects.select_related("case")
+        .exclude(case__key=case_key)
+        .order_by("case__key", "position")
     )
 
 

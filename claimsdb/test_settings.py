@@ -6,8 +6,8 @@ os.environ.setdefault("SECRET_KEY", "claimsdb-tests-only-" + "x" * 40)
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost,127.0.0.1")
 os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
 
-from .settings import *  # noqa: E402,F403
-from .settings import DATABASES  # noqa: E402
+from .settings import *  # noqa: F403
+from .settings import DATABASES
 
 # Fast hashing: the suite creates many users.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

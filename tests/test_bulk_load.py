@@ -105,7 +105,7 @@ def test_export_after_a_batched_load_is_the_file_byte_for_byte(reviewer, tmp_pat
     assert load(reviewer, path, batch_size=3) == 14 + 10 + 1
     assert dumps_pretty(bundle_document()) == path.read_text(encoding="utf-8")
     assert Revision.objects.count() == 25
-    call_command("verify_history", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    call_command("verify_history", stdout=open("/dev/null", "w"))
 
 
 def test_a_case_may_refer_to_a_case_in_a_much_later_batch(reviewer, tmp_path):
@@ -186,9 +186,7 @@ def test_a_relation_added_from_one_side_revises_the_other_case(reviewer, tmp_pat
     assert not Relation.objects.exists()
 
 
-def test_a_case_update_reads_relations_by_either_side_not_by_an_or_across_joins(
-    reviewer, tmp_path
-):
+def test_a_case_update_reads_relations_by_either_side_not_by_an_or_across_joins(reviewer, tmp_path):
     # "case is one of these OR other is one of these", each through its own join to the
     # case table, cannot use an index on PostgreSQL: it read every relation and case
     load(reviewer, write_bundle(tmp_path, 6))

@@ -179,4 +179,3 @@ def test_the_upload_page_queues_a_large_file(seeded, analyst, settings):
     work()
     page = client.get(response["Location"]).content.decode()
     assert "Imported" in page
-

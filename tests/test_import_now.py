@@ -1,4 +1,4 @@
-""""Import it now": a dry run's stored file imported without a new upload; the links of a
+""" "Import it now": a dry run's stored file imported without a new upload; the links of a
 report; the runs listed on each claim card of the record page."""
 
 from __future__ import annotations

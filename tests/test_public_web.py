@@ -415,9 +415,7 @@ def history_section(html: str) -> str:
 
 def history_lines(html: str) -> list[str]:
     items = history_section(html).split('<li class="revision-line">')[1:]
-    return [
-        " ".join(re.sub(r"<[^>]+>", " ", item.split("</li>", 1)[0]).split()) for item in items
-    ]
+    return [" ".join(re.sub(r"<[^>]+>", " ", item.split("</li>", 1)[0]).split()) for item in items]
 
 
 def release_headings(html: str) -> list[str]:

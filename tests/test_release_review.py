@@ -171,9 +171,7 @@ def form_data(document: dict, **changes) -> dict:
     return data
 
 
-def test_the_edit_form_refuses_ready_from_an_analyst_at_the_status_field(
-    seeded, analyst, reviewer
-):
+def test_the_edit_form_refuses_ready_from_an_analyst_at_the_status_field(seeded, analyst, reviewer):
     edit_case(reviewer, "CP22-002", status="draft")
     before = latest("CP22-002")
     document = record_document("case", "CP22-002")
@@ -262,9 +260,7 @@ def cite_box(html: str) -> str:
     return re.sub(r"\s+([,.:;)])", r"\1", text)
 
 
-def test_citing_an_unreleased_revision_says_the_link_is_not_public_yet(
-    released, analyst, viewer
-):
+def test_citing_an_unreleased_revision_says_the_link_is_not_public_yet(released, analyst, viewer):
     published = latest()
     edit_case(analyst, CASE, title="Retitled")
     box = cite_box(signed_in(viewer).get(f"/cases/{CASE}/").content.decode())
@@ -341,8 +337,11 @@ def test_a_case_feed_lists_the_releases_that_changed_the_case(released, analyst,
     summary = entries[0].findtext(f"{ATOM}summary")
     assert "A retitled case" in summary and "Unreleased title" not in summary
     assert f"http://testserver/cases/{CASE}/diff/{first}/" in summary
-    assert entries[0].find(f"{ATOM}link").get("href").startswith(
-        f"http://testserver/cases/{CASE}/revisions/"
+    assert (
+        entries[0]
+        .find(f"{ATOM}link")
+        .get("href")
+        .startswith(f"http://testserver/cases/{CASE}/revisions/")
     )
     assert "Unreleased title" not in root.findtext(f"{ATOM}title")
 

@@ -122,10 +122,12 @@ def _retitle(user, title: str, *, publish_as=None) -> None:
 
 def _reads(client: Client, path: str):
     """GET ``path``; the queries each database served."""
-    with CaptureQueriesContext(connection) as primary, CaptureQueriesContext(
-        connections[ALIAS]
-    ) as replica:
+    with (
+        CaptureQueriesContext(connection) as primary,
+        CaptureQueriesContext(connections[ALIAS]) as replica,
+    ):
         response = client.get(path)
+
     def domain(queries):
         return [q["sql"] for q in queries if '"claimsdb_' in q["sql"]]
 
@@ -157,9 +159,7 @@ def test_a_paused_replica_shows_what_it_has_replayed(replica, reviewer, seed_bun
     assert "Retitled on the primary" in Client().get(f"/cases/{CASE}/").content.decode()
 
 
-def test_writes_and_the_writers_next_reads_use_the_primary(
-    replica, reviewer, analyst, seed_bundle
-):
+def test_writes_and_the_writers_next_reads_use_the_primary(replica, reviewer, analyst, seed_bundle):
     _released_seed(reviewer, seed_bundle)
     _caught_up()
     writer = Client()
@@ -212,18 +212,17 @@ def test_a_replica_too_far_behind_is_skipped(replica, reviewer, seed_bundle, set
     assert "Newer than the replica" in response.content.decode()
 
 
-def test_a_replica_that_is_down_falls_back_to_the_primary(
-    replica, reviewer, seed_bundle, caplog
-):
+def test_a_replica_that_is_down_falls_back_to_the_primary(replica, reviewer, seed_bundle, caplog):
     _released_seed(reviewer, seed_bundle)
     down = connections[ALIAS]
     real = dict(down.settings_dict)
     down.close()
     down.settings_dict = {**real, "HOST": "127.0.0.1", "PORT": "9"}  # nothing listens there
     try:
-        with caplog.at_level(logging.WARNING, logger="claimsdb.replicas"), CaptureQueriesContext(
-            connection
-        ) as primary:
+        with (
+            caplog.at_level(logging.WARNING, logger="claimsdb.replicas"),
+            CaptureQueriesContext(connection) as primary,
+        ):
             response = Client().get(f"/cases/{CASE}/")
         assert response.status_code == 200
         assert any('"claimsdb_' in q["sql"] for q in primary.captured_queries)

@@ -136,8 +136,14 @@ def test_scenario_summary_from_dict_reads_every_field():
 @pytest.mark.parametrize("path", _samples("valid"), ids=lambda p: p.stem)
 def test_iter_trial_rows_yields_exactly_the_rows(path: Path):
     document = json.loads(path.read_text())
-    flags = ("aborted", "mid_transfer", "reused_in_flight", "late_write", "checksum_mismatch",
-             "wrong_output")
+    flags = (
+        "aborted",
+        "mid_transfer",
+        "reused_in_flight",
+        "late_write",
+        "checksum_mismatch",
+        "wrong_output",
+    )
     expected = [
         TrialRow(
             row["scenario"],
@@ -250,31 +256,83 @@ def test_arbitrary_bytes_never_raise(data: bytes):
 
 # Which keys each kind of object must have (the format page), to drop one of them.
 _REQUIRED = {
-    "file": {"format", "run_id", "case", "claims", "setting", "harness", "started_at",
-             "finished_at", "environment", "scenarios"},
+    "file": {
+        "format",
+        "run_id",
+        "case",
+        "claims",
+        "setting",
+        "harness",
+        "started_at",
+        "finished_at",
+        "environment",
+        "scenarios",
+    },
     "harness": {"name", "version"},
     "environment": {"gpus"},
     "gpu": {"model"},
     "framework": set(),
-    "scenario": {"id", "backend", "mitigations", "free_list_order", "write_delay_us", "seed",
-                 "trials", "aborts_injected", "aborts_mid_transfer", "reuse_while_in_flight",
-                 "late_writes_landed", "checksum_mismatches", "wrong_outputs",
-                 "timeout_forced_releases", "stale_generation_dropped", "held_slots_peak",
-                 "rejected_backpressure", "outcome"},
-    "trial": {"scenario", "n", "aborted", "mid_transfer", "reused_in_flight", "late_write",
-              "checksum_mismatch", "wrong_output"},
+    "scenario": {
+        "id",
+        "backend",
+        "mitigations",
+        "free_list_order",
+        "write_delay_us",
+        "seed",
+        "trials",
+        "aborts_injected",
+        "aborts_mid_transfer",
+        "reuse_while_in_flight",
+        "late_writes_landed",
+        "checksum_mismatches",
+        "wrong_outputs",
+        "timeout_forced_releases",
+        "stale_generation_dropped",
+        "held_slots_peak",
+        "rejected_backpressure",
+        "outcome",
+    },
+    "trial": {
+        "scenario",
+        "n",
+        "aborted",
+        "mid_transfer",
+        "reused_in_flight",
+        "late_write",
+        "checksum_mismatch",
+        "wrong_output",
+    },
     "artifact": {"name", "sha256"},
 }
 _KNOWN_KEYS = set().union(*_REQUIRED.values()) | {
-    "trials", "artifacts", "notes", "commit", "config_sha256", "host", "driver", "cuda",
-    "framework", "memory_gib", "role", "latency_us", "bytes"}
+    "trials",
+    "artifacts",
+    "notes",
+    "commit",
+    "config_sha256",
+    "host",
+    "driver",
+    "cuda",
+    "framework",
+    "memory_gib",
+    "role",
+    "latency_us",
+    "bytes",
+}
 
 
 def _kind(steps: tuple[Any, ...]) -> str:
     names = tuple(step for step in steps if isinstance(step, str))
-    return {(): "file", ("harness",): "harness", ("environment",): "environment",
-            ("environment", "gpus"): "gpu", ("environment", "framework"): "framework",
-            ("scenarios",): "scenario", ("trials",): "trial", ("artifacts",): "artifact"}[names]
+    return {
+        (): "file",
+        ("harness",): "harness",
+        ("environment",): "environment",
+        ("environment", "gpus"): "gpu",
+        ("environment", "framework"): "framework",
+        ("scenarios",): "scenario",
+        ("trials",): "trial",
+        ("artifacts",): "artifact",
+    }[names]
 
 
 def _path(steps: tuple[Any, ...]) -> str:
@@ -324,8 +382,7 @@ def test_a_mutated_valid_document_is_refused_without_raising(base: str, mutation
     document = copy.deepcopy(_BASES[base])
     places = _places(document)
     if mutation == "drop":
-        places = [p for p in places
-                  if isinstance(p[-1], str) and p[-1] in _REQUIRED[_kind(p[:-1])]]
+        places = [p for p in places if isinstance(p[-1], str) and p[-1] in _REQUIRED[_kind(p[:-1])]]
     elif mutation == "add":
         places = [p for p in [(), *places] if isinstance(_container(document, p), dict)]
     steps = data.draw(st.sampled_from(places))
@@ -338,8 +395,11 @@ def test_a_mutated_valid_document_is_refused_without_raising(base: str, mutation
         code = "repro.format_unsupported" if steps == ("format",) else "repro.type"
         expected = {(code, _path(steps))}
     else:
-        key = data.draw(st.text(min_size=1, max_size=12).filter(
-            lambda k: not k.startswith("x-") and k not in _KNOWN_KEYS))
+        key = data.draw(
+            st.text(min_size=1, max_size=12).filter(
+                lambda k: not k.startswith("x-") and k not in _KNOWN_KEYS
+            )
+        )
         scalar = st.none() | st.integers(-(2**53), 2**53) | st.text()
         _container(document, steps)[key] = data.draw(scalar)
         expected = {("repro.unknown_key", _path((*steps, key)))}
@@ -353,11 +413,22 @@ def test_a_mutated_valid_document_is_refused_without_raising(base: str, mutation
 
 # --- memory and layout ------------------------------------------------------------------------
 
-_FLAG_PERIODS = {"aborted": 2, "mid_transfer": 4, "reused_in_flight": 8, "late_write": 12,
-                 "checksum_mismatch": 16, "wrong_output": 32}
-_COUNTER_OF = {"aborted": "aborts_injected", "mid_transfer": "aborts_mid_transfer",
-               "reused_in_flight": "reuse_while_in_flight", "late_write": "late_writes_landed",
-               "checksum_mismatch": "checksum_mismatches", "wrong_output": "wrong_outputs"}
+_FLAG_PERIODS = {
+    "aborted": 2,
+    "mid_transfer": 4,
+    "reused_in_flight": 8,
+    "late_write": 12,
+    "checksum_mismatch": 16,
+    "wrong_output": 32,
+}
+_COUNTER_OF = {
+    "aborted": "aborts_injected",
+    "mid_transfer": "aborts_mid_transfer",
+    "reused_in_flight": "reuse_while_in_flight",
+    "late_write": "late_writes_landed",
+    "checksum_mismatch": "checksum_mismatches",
+    "wrong_output": "wrong_outputs",
+}
 
 
 def _write_large_run(path: Path, rows: int, trials_first: bool = False) -> None:
@@ -369,7 +440,9 @@ def _write_large_run(path: Path, rows: int, trials_first: bool = False) -> None:
     for flag, period in _FLAG_PERIODS.items():
         scenario[_COUNTER_OF[flag]] = rows // period
     template = (
-        '{"scenario": "' + scenario["id"] + '", "n": %d, '
+        '{"scenario": "'
+        + scenario["id"]
+        + '", "n": %d, '
         + ", ".join(f'"{flag}": %s' for flag in _FLAG_PERIODS)
         + ', "latency_us": %d.5}'
     )

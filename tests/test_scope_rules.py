@@ -94,7 +94,6 @@ def relate(document, other, kind):
     return document
 
 
-
 def production_case(key="CP22-004", same_event_with=None):
     """A case of its own event with a production figure its claim supports."""
     claim_id = f"CLM-{key}-A"

@@ -45,7 +45,6 @@ def assert_refused(callable_, expected: set[tuple[str, str]]):
     return refused.value
 
 
-
 def claim(claim_id, status="unverified", evidence=()):
     return {
         "id": claim_id,

@@ -832,5 +832,3 @@ def _csv_lines(rows: Iterable[list[Any]]) -> Iterator[str]:
     writer = csv.writer(_Line(), lineterminator="\n")
     for row in rows:
         yield writer.writerow(row)
-
-

@@ -81,9 +81,7 @@ def field_schema(spec: record_schema.Field, components: dict[str, Any], top: boo
             "additionalProperties": False,
         }
         required = [
-            n
-            for n, sub in spec.fields.items()
-            if sub.optional_default is None and not sub.optional
+            n for n, sub in spec.fields.items() if sub.optional_default is None and not sub.optional
         ]
         if required:
             result["required"] = required
@@ -134,9 +132,7 @@ DRF_CODES = (
 
 
 def error_components() -> dict[str, Any]:
-    codes = "\n".join(
-        f"- `{code}`: {meaning}" for code, meaning in sorted(CODES.items())
-    )
+    codes = "\n".join(f"- `{code}`: {meaning}" for code, meaning in sorted(CODES.items()))
     drf = ", ".join(f"`{code}`" for code in DRF_CODES)
     return {
         "Error": {

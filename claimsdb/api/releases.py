@@ -78,8 +78,7 @@ RELEASE_DETAIL_SCHEMA = {
                 "entries": {
                     "type": "array",
                     "items": ENTRY_SCHEMA,
-                    "description": "one page of the entries (`page`, `page_size`), by kind "
-                    "and key",
+                    "description": "one page of the entries (`page`, `page_size`), by kind and key",
                 },
                 "entries_count": {"type": "integer", "description": "all the entries"},
                 "entries_next": {**PAGE_LINK, "description": "the next page of entries"},

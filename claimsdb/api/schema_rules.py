@@ -47,9 +47,7 @@ def describe_parameters(result: dict[str, Any], generator, request, public) -> d
                         "description": "the body is larger than the limit "
                         "(`request.too_large`, docs/limits.md)",
                         "content": {
-                            "application/json": {
-                                "schema": {"$ref": "#/components/schemas/Error"}
-                            }
+                            "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
                         },
                     },
                 )

@@ -280,9 +280,7 @@ def prune_dry_run_files(*, older_than_days: float) -> list[int]:
     claims one, so a file being imported at the same moment is left to that import; the
     reports stay (they then say the file is gone). Reads the reports in chunks."""
     cutoff = timezone.now() - dt.timedelta(days=older_than_days)
-    rows = ImportReport.objects.filter(dry_run=True, created_at__lt=cutoff).exclude(
-        stored_file=""
-    )
+    rows = ImportReport.objects.filter(dry_run=True, created_at__lt=cutoff).exclude(stored_file="")
     pruned = []
     for pk, path in rows.values_list("pk", "stored_file").iterator(chunk_size=500):
         if ImportReport.objects.filter(pk=pk, stored_file=path).update(stored_file=""):

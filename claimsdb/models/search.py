@@ -80,9 +80,7 @@ class SearchEntry(models.Model):
         ordering = ["scope", "kind", "key"]
         constraints = [
             # (scope, key) first: an exact key or claim ID query looks the key up directly
-            models.UniqueConstraint(
-                fields=["scope", "key", "kind"], name="search_entry_unique"
-            ),
+            models.UniqueConstraint(fields=["scope", "key", "kind"], name="search_entry_unique"),
             models.CheckConstraint(
                 condition=models.Q(scope__in=SearchScope.values), name="search_scope_valid"
             ),

@@ -43,10 +43,13 @@ CASE_FIELDS = ("key", "title", "status", "summary", "scope_note", "account", "ba
 def _positioned(model: type, *fields: str) -> tuple[type, Callable[[Any], QuerySet]]:
     """A batch query of a table of rows listed in order within their case: ``fields`` of
     the batch's rows, by case and position."""
-    return model, lambda ids: (
-        model.objects.filter(case_id__in=ids)
-        .order_by("case_id", "position")
-        .values_list("case_id", *fields)
+    return (
+        model,
+        lambda ids: (
+            model.objects.filter(case_id__in=ids)
+            .order_by("case_id", "position")
+            .values_list("case_id", *fields)
+        ),
     )
 
 

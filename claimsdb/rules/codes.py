@@ -21,8 +21,7 @@ CODES: dict[str, str] = {
     "record.exists": "creating a record whose key is taken (HTTP 409)",
     "record.key_mismatch": "the document's key (or a claim's ID) differs from the one addressed",
     "revision.summary_required": "every change needs a summary",
-    "revision.stale": "the edit is based on an older revision than the record's latest "
-    "(HTTP 412)",
+    "revision.stale": "the edit is based on an older revision than the record's latest (HTTP 412)",
     "permission.denied": "the acting user's role does not allow this change",
     "status.ready_needs_reviewer": "only a reviewer may set a case's status to ready; analysts "
     "propose a case for release by setting in_review",

@@ -29,7 +29,6 @@ FIELD_RULES: dict[str, list[FieldRule]] = {"case": [], "source": [], "rule": [],
 SCOPE_RULES: list[ScopeRuleCheck] = []
 
 
-
 def field_rule(kind: str, *codes: str) -> Callable[[FieldRule], FieldRule]:
     def register(function: FieldRule) -> FieldRule:
         FIELD_RULES[kind].append(function)

@@ -105,8 +105,7 @@ def index_release_entries(entries: Iterable[ReleaseEntry]) -> None:
     changed = [
         entry
         for entry in entries
-        if entry.record_kind in (Kind.CASE, Kind.SOURCE)
-        and entry.change != ReleaseChange.UNCHANGED
+        if entry.record_kind in (Kind.CASE, Kind.SOURCE) and entry.change != ReleaseChange.UNCHANGED
     ]
     for start in range(0, len(changed), _CHUNK):
         _index_released(changed[start : start + _CHUNK])
@@ -133,7 +132,5 @@ def _index_released(entries: list[ReleaseEntry]) -> None:
     if cases:
         SearchEntry.objects.filter(scope=Scope.RELEASED, case_key__in=cases).delete()
     if sources:
-        SearchEntry.objects.filter(
-            scope=Scope.RELEASED, kind=Kind.SOURCE, key__in=sources
-        ).delete()
+        SearchEntry.objects.filter(scope=Scope.RELEASED, kind=Kind.SOURCE, key__in=sources).delete()
     SearchEntry.objects.bulk_create(rows, batch_size=_BATCH)

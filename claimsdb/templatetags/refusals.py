@@ -26,4 +26,4 @@ def rule_links(text) -> SafeString:
         key = match.group(0)
         return f'<a href="{reverse("rule-detail", args=[key])}">{key}</a>'
 
-    return mark_safe(RULE_KEY.sub(link, escaped))  # noqa: S308 - escaped above, keys are [A-Z0-9-]
+    return mark_safe(RULE_KEY.sub(link, escaped))

@@ -270,9 +270,7 @@ class DefinedChoice:
 
     def __init__(self, field: forms.BoundField, definitions: dict[str, str]):
         self.field = field
-        self.options = [
-            (radio, definitions.get(str(radio.data["value"]), "")) for radio in field
-        ]
+        self.options = [(radio, definitions.get(str(radio.data["value"]), "")) for radio in field]
 
 
 class AssessmentForm(forms.Form):

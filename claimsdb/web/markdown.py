@@ -71,7 +71,7 @@ class _DemoteHeadings(Treeprocessor):
 class _NoRawHtml(Extension):
     """Treat raw HTML as text: drop the block and inline HTML passthrough."""
 
-    def extendMarkdown(self, md: markdown.Markdown) -> None:  # noqa: N802 (Markdown's API)
+    def extendMarkdown(self, md: markdown.Markdown) -> None:
         md.preprocessors.deregister("html_block")
         md.inlinePatterns.deregister("html")
         md.treeprocessors.register(_DemoteHeadings(md), "demote_headings", 0)
@@ -112,7 +112,7 @@ def render_markdown(text: str | None, *, full_text_url: str = "") -> SafeString:
             if full_text_url
             else "",
         )
-    return mark_safe(html)  # noqa: S308 (cleaned by nh3 just above; the note is escaped)
+    return mark_safe(html)
 
 
 def page_excerpt(text: str, limit: int | None = None) -> tuple[str, bool]:

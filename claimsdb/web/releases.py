@@ -176,9 +176,7 @@ def release_new(request: HttpRequest) -> HttpResponse:
             "plan": plan.plan,
             "counts": plan.plan.counts(),
             "changed_pages": pages,
-            "changed": [
-                _planned_row(e, titles.get(e.revision_id, "")) for e in entries
-            ],
+            "changed": [_planned_row(e, titles.get(e.revision_id, "")) for e in entries],
         },
         status=400 if violations or form.errors else 200,
     )

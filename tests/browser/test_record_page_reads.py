@@ -12,10 +12,7 @@ from .conftest import artifact, sign_in
 CASE = "CP22-003"
 CLAIM = "CLM-CP22-003-A"
 SOURCE = "SRC-SGLANG-KV-TRANSFER-SAFETY"
-NARRATIVE = (
-    "The SGLang team reproduces stale RDMA writes into recycled KV slots with two H200 GPUs"
-)
-
+NARRATIVE = "The SGLang team reproduces stale RDMA writes into recycled KV slots with two H200 GPUs"
 
 
 def screenshot_between(page, top_locator, bottom_locator, name: str) -> None:
@@ -31,6 +28,7 @@ def screenshot_between(page, top_locator, bottom_locator, name: str) -> None:
             "height": bottom["y"] + bottom["height"] - top["y"],
         },
     )
+
 
 def test_assessment_form_shows_definitions_beside_values(seeded_site, new_page):
     page = new_page(javascript=False)

@@ -70,9 +70,10 @@ def test_reviewer_previews_a_revert_in_words_then_confirms_it(seeded_site, new_p
     page.fill("#id_summary", "Not ready: the NIXL claim needs a second source")
     page.get_by_role("button", name=f"Revert to revision {draft}").click()
     page.wait_for_url(f"{seeded_site}/cases/{CASE}/")
-    assert f"Reverted to revision {draft} as revision {added + 1}." in page.locator(
-        ".messages"
-    ).inner_text()
+    assert (
+        f"Reverted to revision {draft} as revision {added + 1}."
+        in page.locator(".messages").inner_text()
+    )
     assert page.locator(f"#{NEW_CLAIM}").count() == 0
     document = record_document("case", CASE)
     assert document["status"] == "draft"

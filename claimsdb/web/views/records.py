@@ -65,9 +65,7 @@ def source_list(request: HttpRequest) -> HttpResponse:
             records = [r for r in records if r.document["kind"] == kind]
         pages = paginate(request, records, noun="source")
         counts = public.released_link_counts()
-        rows = [
-            {**document, "link_count": counts.get(key, 0)} for key, document, _ in pages.items
-        ]
+        rows = [{**document, "link_count": counts.get(key, 0)} for key, document, _ in pages.items]
     else:
         sources = selectors.source_list()
         if kind:
