@@ -1,4 +1,4 @@
-"""Who may do what through the API (README, "Roles"): every endpoint for anonymous users,
+"""Who may do what through the API (docs/api.md, "Roles"): every endpoint for anonymous users,
 users without a role, viewers, analysts and reviewers — and a refused write changes
 nothing, neither the ledger nor any document. Anonymous users and users without a role
 read the released record (tests/test_public_api.py checks what they see in detail)."""

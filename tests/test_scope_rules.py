@@ -1,4 +1,4 @@
-"""Scope rules (README, "Scope rules"): a table of accepted and refused changes for every rule code,
+"""Scope rules (docs/scope-rules.md): a table of accepted and refused changes for every rule code,
 and the seed's scenarios through every write path."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Role permissions for API views (README, "Roles").
+"""Role permissions for API views (docs/architecture.md, "Roles").
 
 A view lists one of these in ``permission_classes``. Anonymous users are refused with 401
 (DRF turns a refusal into ``not_authenticated`` when no credentials were sent), signed-in

@@ -1,4 +1,4 @@
-"""REST API under /api/v1/ (README, "The REST API").
+"""REST API under /api/v1/ (docs/api.md).
 
 Keys are matched with the ``key`` converter, which takes any non-empty text: method keys
 contain a slash (``methods/diggingbeagle.assessment/1/``, or ``…assessment%2F1/``), and an

@@ -1,4 +1,4 @@
-"""The rules of the knowledge base (README, "Scope rules"), run by every service call.
+"""The rules of the knowledge base (docs/scope-rules.md), run by every service call.
 
 See ``registry`` for how they are registered and run.
 """

@@ -1,4 +1,4 @@
-"""Scope rules (README, "Scope rules"): figures stay with their event, on every write path."""
+"""Scope rules (docs/scope-rules.md): figures stay with their event, on every write path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Roles (README, "Roles"): viewer < analyst < reviewer, as Django groups."""
+"""Roles (docs/architecture.md, "Roles"): viewer < analyst < reviewer, as Django groups."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Web pages (README, "The web UI")."""
+"""Web pages (docs/web-ui.md)."""
 
 from django.urls import path
 

@@ -1,1 +1,1 @@
-"""Pages (README, "The web UI"). Each view reads through selectors or calls one service."""
+"""Pages (docs/web-ui.md). Each view reads through selectors or calls one service."""

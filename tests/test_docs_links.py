@@ -1,0 +1,122 @@
+"""Every relative link of the README and of docs/*.md leads somewhere: the file exists and,
+when the link names an anchor, the target has a heading of that anchor.
+
+The Markdown is rendered with Python-Markdown (a dependency already), so links inside code
+blocks and inline code are not links, as on GitHub; anchors are GitHub's heading slugs.
+"""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import markdown
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+
+
+class _Page(HTMLParser):
+    """The link targets and heading texts of one rendered page, in order."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.targets: list[str] = []
+        self.headings: list[str] = []
+        self._heading: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "a" and attributes.get("href"):
+            self.targets.append(attributes["href"])
+        elif tag == "img" and attributes.get("src"):
+            self.targets.append(attributes["src"])
+        elif tag in HEADINGS:
+            self._heading = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in HEADINGS and self._heading is not None:
+            self.headings.append("".join(self._heading))
+            self._heading = None
+
+    def handle_data(self, data: str) -> None:
+        if self._heading is not None:
+            self._heading.append(data)
+
+
+def _read(path: Path) -> _Page:
+    page = _Page()
+    html = markdown.markdown(path.read_text(encoding="utf-8"), extensions=["tables", "fenced_code"])
+    page.feed(html)
+    return page
+
+
+def github_slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    kept = "".join(c for c in heading.strip().lower() if c.isalnum() or c in " -_")
+    return kept.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    result = set()
+    for heading in _read(path).headings:
+        slug = github_slug(heading)
+        # GitHub numbers a repeated heading's anchor: slug, slug-1, slug-2…
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        result.add(slug if count == 0 else f"{slug}-{count}")
+    return result
+
+
+def broken_links(path: Path) -> list[str]:
+    broken = []
+    for target in _read(path).targets:
+        parts = urlsplit(target)
+        if parts.scheme or parts.netloc:
+            continue  # an address outside the repository
+        linked = (path.parent / unquote(parts.path)).resolve() if parts.path else path
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+        elif parts.fragment and linked.suffix == ".md":
+            if unquote(parts.fragment) not in anchors(linked):
+                broken.append(f"{target}: no heading with that anchor")
+        elif parts.fragment:
+            broken.append(f"{target}: an anchor into a file that is not Markdown")
+    return broken
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_relative_link_resolves(page: Path):
+    assert broken_links(page) == []
+
+
+def test_the_slugs_are_githubs():
+    assert github_slug("Background jobs: large imports") == "background-jobs-large-imports"
+    assert github_slug("The workflow: draft → in review → ready") == (
+        "the-workflow-draft--in-review--ready"
+    )
+    assert github_slug("repro-results/1: the files") == "repro-results1-the-files"
+    assert github_slug("export_records") == "export_records"
+
+
+def test_a_broken_link_and_a_missing_anchor_are_found(tmp_path: Path):
+    other = tmp_path / "other.md"
+    other.write_text("# Other\n\n## A section\n\n## A section\n\n## `a_command` runs\n", "utf-8")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Page\n\n[fine](other.md#a-section), [again](other.md#a-section-1), [here](#page),\n"
+        "[code](other.md#a_command-runs),\n"
+        "[gone](missing.md), [no anchor](other.md#nowhere), [self](#nowhere-here),\n"
+        "[web](https://example.com/x.md#y)\n\n"
+        "```\n[in code](missing-too.md)\n```\n\n`[inline](missing-three.md)`\n",
+        encoding="utf-8",
+    )
+    assert broken_links(page) == [
+        "missing.md: no such file",
+        "other.md#nowhere: no heading with that anchor",
+        "#nowhere-here: no heading with that anchor",
+    ]
