@@ -23,10 +23,10 @@ from django.utils.cache import patch_vary_headers
 from claimsdb import selectors
 from claimsdb.models import Release, ReleaseChange, ReleasedTerm, ReleaseEntry, Revision
 from claimsdb.records import record_document
+from claimsdb.records.kinds import record_kinds
 from claimsdb.records.schema import BUNDLE_FORMAT
 from claimsdb.records.stream import (
     BATCH_SIZE,
-    BUNDLE_KINDS,
     NO_PROGRESS,
     Progress,
     in_key_order,
@@ -35,10 +35,6 @@ from claimsdb.records.stream import (
 )
 from claimsdb.services.permissions import has_role
 
-# The path segment of each kind's pages: /cases/<key>/, /sources/<key>/…
-KIND_PATHS = {"case": "cases", "source": "sources", "rule": "rules", "method": "methods"}
-BUNDLE_LISTS = {"case": "cases", "source": "sources", "rule": "rules", "method": "methods"}
-KIND_ORDER = {"case": 0, "source": 1, "rule": 2, "method": 3}
 IMMUTABLE = "max-age=31536000, immutable"
 CHANGE_VERBS = {
     ReleaseChange.NEW: "new in release",
@@ -55,22 +51,6 @@ class ReleasedRecord(NamedTuple):
     key: str
     document: dict[str, Any]
     revision: Revision
-
-
-# --- paths --------------------------------------------------------------------------------
-
-
-def record_path(kind: str, key: str) -> str:
-    return f"/{KIND_PATHS[kind]}/{key}/"
-
-
-def revision_path(kind: str, key: str, number: int) -> str:
-    """The page of one revision of a record (``/cases/CP22-003/revisions/13/``)."""
-    return f"/{KIND_PATHS[kind]}/{key}/revisions/{number}/"
-
-
-def diff_path(kind: str, key: str, a: int, b: int) -> str:
-    return f"/{KIND_PATHS[kind]}/{key}/diff/{a}/{b}/"
 
 
 # --- releases -----------------------------------------------------------------------------
@@ -110,7 +90,7 @@ def release_entries(release: Release, *, with_snapshots: bool = False) -> list[R
     }
     for entry in entries:
         entry.previous_revision = previous.get((entry.record_kind, entry.record_key))
-    entries.sort(key=lambda e: (KIND_ORDER[e.record_kind], e.record_key))
+    entries.sort(key=lambda e: (record_kinds.listing_rank(e.record_kind), e.record_key))
     return entries
 
 
@@ -141,11 +121,11 @@ def release_bundle_lists(
     time (one query each), so it never changes and never sits whole in memory."""
     lists: dict[str, Any] = {"format": BUNDLE_FORMAT}
     entries = ReleaseEntry.objects.filter(release=release)
-    for name, kind in BUNDLE_KINDS.items():
-        lists[name] = reported_documents(
-            name,
-            lambda kind=kind: entries.filter(record_kind=kind).count(),
-            in_key_order(_release_document_batches(release, kind, batch_size)),
+    for kind in record_kinds.in_bundle_file_order():
+        lists[kind.plural] = reported_documents(
+            kind.plural,
+            lambda kind=kind.name: entries.filter(record_kind=kind).count(),
+            in_key_order(_release_document_batches(release, kind.name, batch_size)),
             progress,
         )
     return lists

@@ -132,10 +132,11 @@ def test_a_failed_export_leaves_the_previous_file(seeded, tmp_path, monkeypatch)
     out = tmp_path / "export.json"
     out.write_text("before", encoding="utf-8")
 
-    def broken(cases):
+    def broken(kind, *, batch_size):
         raise RuntimeError("the database went away")
+        yield  # a generator: it fails when the export reads it, the file being written
 
-    monkeypatch.setattr(record_stream, "case_documents", broken)
+    monkeypatch.setattr(record_stream, "document_batches", broken)
     with pytest.raises(RuntimeError):
         call_command("export_records", out=str(out), stderr=io.StringIO())
     assert out.read_text(encoding="utf-8") == "before"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from claimsdb.services.writer import KIND_ROLE
+from claimsdb.records.kinds import record_kinds
 
 from .visibility import holds_role, may_read_working_state
 
@@ -95,4 +95,4 @@ class RecordPermission(RolePermission):
     def required_role(self, request, view) -> str:
         if request.method in SAFE_METHODS:
             return self.read_role
-        return KIND_ROLE[view.kind]
+        return record_kinds.get(view.kind).write_role

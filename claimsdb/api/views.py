@@ -33,6 +33,7 @@ from claimsdb.records import (
     RuleViolations,
     StaleRevision,
 )
+from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors import latest_revision_number, page_keys, rows_in_order
 from claimsdb.services import (
     claim_add,
@@ -42,7 +43,7 @@ from claimsdb.services import (
     record_update,
     record_withdraw,
 )
-from claimsdb.services.writer import KIND_ROLE, WriteOutcome
+from claimsdb.services.writer import WriteOutcome
 
 from . import filters, openapi
 from .common import (
@@ -61,9 +62,8 @@ from .common import (
 )
 from .permissions import ClaimPermission, RecordPermission
 from .visibility import (
-    MODELS,
-    document_of,
     may_read_working_state,
+    page_documents,
     visible_claim,
     visible_document,
     visible_records,
@@ -111,7 +111,7 @@ class RecordListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
     def get_queryset(self):
         """The model, for the schema and the browsable API's filter form: ``get`` reads the
         records through ``visibility``."""
-        return MODELS[self.kind].objects.none()
+        return record_kinds.get(self.kind).model.objects.none()
 
     def get(self, request: Request) -> Response:
         records = visible_records(request.user, self.kind)
@@ -123,8 +123,8 @@ class RecordListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
             keys = self.paginate_queryset(page_keys(records))
             page = rows_in_order(records, keys)
         items = [
-            {"key": row.key, "revision": row.revision, "document": document_of(self.kind, row)}
-            for row in page
+            {"key": row.key, "revision": row.revision, "document": document}
+            for row, document in zip(page, page_documents(self.kind, page), strict=True)
         ]
         return self.get_paginated_response(items)
 
@@ -213,7 +213,7 @@ def _record_views(kind: str, filterset_class, ordering_fields: list[str]):
     plural = f"{kind}s"
     document = openapi.document_ref(kind)
     key = openapi.key_parameter(kind)
-    write_role = KIND_ROLE[kind]
+    write_role = record_kinds.get(kind).write_role
     list_extra = []
     if kind == "case":
         list_extra.append(

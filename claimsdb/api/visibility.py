@@ -19,41 +19,18 @@ let anyone read and refuse writes early (the services check the role again).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from claimsdb import public
-from claimsdb.models import (
-    AssessmentMethod,
-    Case,
-    Claim,
-    ClaimIdReservation,
-    ReleaseEntry,
-    Revision,
-    ScopeRule,
-    Source,
-)
-from claimsdb.records import (
-    case_document,
-    case_queryset,
-    method_document,
-    record_document,
-    rule_document,
-    source_document,
-)
-from claimsdb.records.batched import CASE_FIELDS, case_documents
+from claimsdb.models import Case, Claim, ClaimIdReservation, ReleaseEntry, Revision
+from claimsdb.records import record_document
+from claimsdb.records.kinds import CASE, record_kinds
 from claimsdb.selectors import latest_revision_number
 from claimsdb.services.permissions import RANK, loaded_role
-
-DOCUMENT_BUILDERS = {
-    "case": case_document,  # from a row of case_queryset(), with its prefetches
-    "source": source_document,
-    "rule": rule_document,
-    "method": method_document,
-}
-MODELS = {"case": Case, "source": Source, "rule": ScopeRule, "method": AssessmentMethod}
 
 
 @dataclass(frozen=True)
@@ -139,14 +116,13 @@ def working_case(key: str) -> Case | None:
         .order_by("-number")
         .values("number")[:1]
     )
-    return (
-        Case.objects.only(*CASE_FIELDS).annotate(revision=Subquery(latest)).filter(key=key).first()
-    )
+    return CASE.rows().annotate(revision=Subquery(latest)).filter(key=key).first()
 
 
 def working_case_document(case: Case) -> VisibleDocument:
-    """The document of a row of ``working_case``, from plain rows (``case_documents``)."""
-    return VisibleDocument("case", case.key, case_documents([case])[0], case.revision)
+    """The document of a row of ``working_case``."""
+    (document,) = CASE.documents([case])
+    return VisibleDocument("case", case.key, document, case.revision)
 
 
 @dataclass(frozen=True)
@@ -183,19 +159,22 @@ def visible_claim(user, claim_id: str) -> VisibleClaim | None:
     return None
 
 
-def document_of(kind: str, record: Any) -> dict[str, Any]:
-    """The document of a row of ``visible_records`` (prefetched for cases)."""
-    if isinstance(record, VisibleDocument):
-        return record.document
-    return DOCUMENT_BUILDERS[kind](record)
+def page_documents(kind: str, page: Sequence[Any]) -> list[dict[str, Any]]:
+    """The documents of a page of ``visible_records``, in its order: the released
+    snapshots as they are, rows of the working state built together
+    (``RecordKind.documents``: a fixed number of queries for the page)."""
+    if all(isinstance(row, VisibleDocument) for row in page):
+        return [row.document for row in page]
+    return record_kinds.get(kind).documents(page)
 
 
 def visible_records(user, kind: str) -> QuerySet | public.ReleasedRecords:
     """The records of one kind this user sees.
 
-    Readers of the working state get a queryset of rows annotated with ``revision`` (their
-    latest number); cases come with every prefetch their documents need, so a page of them
-    costs a fixed number of queries however many claims, links and revisions they have.
+    Readers of the working state get a queryset of the kind's rows (``RecordKind.rows``)
+    annotated with ``revision`` (their latest number): a page of them has its documents
+    built together (``page_documents``), in a fixed number of queries however many claims,
+    links and revisions they have.
 
     Everyone else gets the released records (a lazy ``public.ReleasedRecords`` of
     ``VisibleDocument``s, by key, withdrawn ones included: a list shows them only when
@@ -207,14 +186,12 @@ def visible_records(user, kind: str) -> QuerySet | public.ReleasedRecords:
                 kind, record.key, record.document, record.revision.number
             )
         )
-    model = MODELS[kind]
-    queryset = case_queryset() if kind == "case" else model.objects.all()
     latest = (
         Revision.objects.filter(record_kind=kind, record_key=OuterRef("key"))
         .order_by("-number")
         .values("number")[:1]
     )
-    return queryset.annotate(revision=Subquery(latest))
+    return record_kinds.get(kind).rows().annotate(revision=Subquery(latest))
 
 
 def visible_revisions(user) -> QuerySet[Revision]:

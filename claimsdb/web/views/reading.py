@@ -17,6 +17,7 @@ from claimsdb.records import (
     loads,
     record_document,
 )
+from claimsdb.records.kinds import record_kinds
 from claimsdb.services import revert_document, revision_revert
 
 from ..access import (
@@ -36,19 +37,11 @@ from ..pagination import paginate
 from ..presenters import case_page, material_history_rows, revision_rows, source_view
 
 RECORD_LABELS = dict(choices.RecordKind.choices)
-# The URL name of each record kind's page, and the argument that names the record.
-RECORD_PAGES = {
-    "case": "case-detail",
-    "source": "source-detail",
-    "rule": "rule-detail",
-    "method": "method-detail",
-}
 RECORD_PAGE_HISTORY = 50
 
 
 def record_url(kind: str, key: str, page: str = "detail", *args) -> str:
-    prefix = {"case": "case", "source": "source", "rule": "rule", "method": "method"}[kind]
-    return reverse(f"{prefix}-{page}", args=[key, *args])
+    return reverse(record_kinds.get(kind).url_name(page), args=[key, *args])
 
 
 def case_detail(request: HttpRequest, key: str) -> HttpResponse:
