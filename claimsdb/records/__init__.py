@@ -3,7 +3,7 @@
 from .builders import method_document, rule_document, source_document
 from .canonical import dumps_compact, dumps_pretty, iter_pretty_bundle, sha256_text
 from .diff import Change, changed_fields, diff, record_date
-from .documents import case_document, case_queryset, loads, parse_bundle, parse_document
+from .documents import loads, parse_bundle, parse_document
 from .errors import (
     PermissionDenied,
     RecordExists,
@@ -23,8 +23,6 @@ __all__ = [
     "RuleViolations",
     "StaleRevision",
     "bundle_document",
-    "case_document",
-    "case_queryset",
     "changed_fields",
     "diff",
     "dumps_compact",

@@ -1,5 +1,4 @@
-"""Raw JSON → validated documents: one record's document, or a bundle of them; and the
-documents of cases read through the ORM's prefetches.
+"""Raw JSON → validated documents: one record's document, or a bundle of them.
 
 Every kind's document is checked against its declaration (``records/schema.py``), found
 through the registry of record kinds by its ``format``.
@@ -10,108 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
-
-from claimsdb.choices import SYMMETRIC_RELATIONS
 from claimsdb.limits import DOCUMENT_MAX_BYTES
-from claimsdb.models import Assessment, Case, EvidenceLink, Relation
 
 from . import schema
-from .canonical import json_number
 from .errors import RuleViolation, RuleViolations
 from .kinds import record_kinds
-
-
-def case_queryset() -> QuerySet[Case]:
-    """Cases with everything their documents need, in a fixed number of queries."""
-    return Case.objects.prefetch_related(
-        "tags",
-        "claims",
-        Prefetch("claims__evidence", queryset=EvidenceLink.objects.select_related("source")),
-        Prefetch("assessments", queryset=Assessment.objects.select_related("method")),
-        "controls",
-        "unknowns",
-        "figures",
-        "attributions",
-        Prefetch("relations_out", queryset=Relation.objects.select_related("other")),
-        Prefetch("relations_in", queryset=Relation.objects.select_related("case")),
-        "reproduction_runs",
-    )
-
-
-def case_document(case: Case) -> dict[str, Any]:
-    relations = [
-        {"case": r.other.key, "kind": r.kind, "note": r.note} for r in case.relations_out.all()
-    ] + [
-        {"case": r.case.key, "kind": r.kind, "note": r.note}
-        for r in case.relations_in.all()
-        if r.kind in SYMMETRIC_RELATIONS
-    ]
-    relations.sort(key=lambda r: (r["case"], r["kind"]))
-    return {
-        "format": "claimsdb.case/1",
-        "key": case.key,
-        "title": case.title,
-        "status": case.status,
-        "summary": case.summary,
-        "scope_note": case.scope_note,
-        "account": case.account,
-        "basis": case.basis,
-        "limits": case.limits,
-        "tags": sorted(t.name for t in case.tags.all()),
-        "claims": [
-            {
-                "id": c.claim_id,
-                "statement": c.statement,
-                "status": c.status,
-                "status_note": c.status_note,
-                "basis": c.basis,
-                "origin": c.origin,
-                "evidence": [
-                    {"source": e.source.key, "relation": e.relation, "locator": e.locator}
-                    for e in c.evidence.all()
-                ],
-            }
-            for c in case.claims.all()
-        ],
-        "assessments": [
-            {
-                "method": a.method.key,
-                "assessed_on": a.assessed_on.isoformat(),
-                "assessor": a.assessor,
-                "values": dict(a.values),
-                "impact": a.impact,
-                "impact_ungraded_reason": a.impact_ungraded_reason,
-                "narrative": a.narrative,
-                "evidence_basis": {
-                    "claims": sorted(a.basis_claims),
-                    "sources": sorted(a.basis_sources),
-                },
-            }
-            for a in case.assessments.all()
-        ],
-        "controls": [{"kind": c.kind, "text": c.text} for c in case.controls.all()],
-        "unknowns": [{"kind": u.kind, "text": u.text} for u in case.unknowns.all()],
-        "figures": [
-            {
-                "id": f.figure_id,
-                "value": json_number(f.value),
-                "unit": f.unit,
-                "measure": f.measure,
-                "scope": f.scope,
-                "description": f.description,
-                "claims": list(f.claims),
-            }
-            for f in case.figures.all()
-        ],
-        "attributions": [
-            {"figure": a.figure_id, "role": a.role, "note": a.note} for a in case.attributions.all()
-        ],
-        "relations": relations,
-        "reproduction_runs": sorted(
-            (r.summary for r in case.reproduction_runs.all()), key=lambda s: s.get("run_id", "")
-        ),
-    }
 
 
 def loads(text: str | bytes) -> Any:
