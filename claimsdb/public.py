@@ -5,8 +5,8 @@ it (``released_revision``), and only that revision's snapshot. Signed-in users w
 see the working state (``visible_document``). Every list selector here runs a fixed number
 of queries, whatever the number of records.
 
-Revision URLs of released revisions never change content (``is_released_revision``,
-``immutable_headers``).
+Revision URLs of released revisions never change content (``is_released_revision``;
+their responses are cached for ever: ``claimsdb.http_caching``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Sum
-from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
-from django.utils.cache import patch_vary_headers
 
 from claimsdb import selectors
 from claimsdb.models import Release, ReleaseChange, ReleasedTerm, ReleaseEntry, Revision
@@ -35,7 +33,6 @@ from claimsdb.records.stream import (
 )
 from claimsdb.services.permissions import has_role
 
-IMMUTABLE = "max-age=31536000, immutable"
 CHANGE_VERBS = {
     ReleaseChange.NEW: "new in release",
     ReleaseChange.UPDATED: "updated in release",
@@ -500,45 +497,3 @@ def may_see_revision(user, kind: str, key: str, number: int) -> bool:
     if may_read_working_state(user):
         return True
     return release_of_revision(kind, key, number) is not None
-
-
-# --- caching ------------------------------------------------------------------------------
-
-
-def revision_etag(revision_number: int) -> str:
-    return f'"{revision_number}"'
-
-
-def immutable_headers(
-    response: HttpResponse, revision_number: int, *, request: HttpRequest | None = None
-) -> bool:
-    """Mark the response to a released revision's page as cacheable for ever.
-
-    Sets ``Cache-Control: public, max-age=31536000, immutable``, ``ETag: "<n>"`` and
-    ``Vary: Cookie`` when the revision is released, and returns True; does nothing (and
-    returns False) otherwise.
-
-    Pass ``request`` for HTML pages: a signed-in user's copy carries per-user content (the
-    header, a CSRF token in a revert form that would go stale after the next sign-in), so
-    it is left uncached and only anonymous copies are marked.
-    """
-    if request is not None and request.user.is_authenticated:
-        return False
-    if is_released_revision(revision_number) is None:
-        return False
-    response["Cache-Control"] = f"public, {IMMUTABLE}"
-    response["ETag"] = revision_etag(revision_number)
-    patch_vary_headers(response, ["Cookie"])
-    return True
-
-
-def released_not_modified(request: HttpRequest, revision_number: int) -> HttpResponse | None:
-    """A 304 for ``If-None-Match: "<n>"`` on a released revision's page, else None
-    (never for signed-in users: see ``immutable_headers``)."""
-    header = request.headers.get("If-None-Match", "")
-    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
-    etag = revision_etag(revision_number)
-    if etag not in tags and "*" not in tags:
-        return None
-    response = HttpResponseNotModified()
-    return response if immutable_headers(response, revision_number, request=request) else None

@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from claimsdb import citation, public
+from claimsdb import citation, http_caching, public
 from claimsdb.models import Release, ReleaseEntry, Revision
 from claimsdb.records import PermissionDenied, RuleViolations, record_document
 from claimsdb.services import (
@@ -399,23 +399,23 @@ def test_immutable_headers_only_for_released_revisions(seeded, reviewer, analyst
     released = latest("case", "CP22-003")
     working = edit_case(analyst, "CP22-003", title="Working")
     response = HttpResponse("page")
-    assert public.immutable_headers(response, released)
+    assert http_caching.immutable_headers(response, released)
     assert response["Cache-Control"] == "public, max-age=31536000, immutable"
     assert response["ETag"] == f'"{released}"'
     assert response["Vary"] == "Cookie"
     response = HttpResponse("page")
-    assert not public.immutable_headers(response, working)
+    assert not http_caching.immutable_headers(response, working)
     assert "Cache-Control" not in response and "ETag" not in response
 
     request = rf.get("/", HTTP_IF_NONE_MATCH=f'"{released}", "{working}"')
     request.user = analyst  # signed-in pages carry per-user content: never cached
     response = HttpResponse("page")
-    assert not public.immutable_headers(response, released, request=request)
+    assert not http_caching.immutable_headers(response, released, request=request)
     assert "Cache-Control" not in response
-    assert public.released_not_modified(request, released) is None
+    assert http_caching.released_not_modified(request, released) is None
     request.user = AnonymousUser()
-    assert public.released_not_modified(request, released).status_code == 304
-    assert public.released_not_modified(request, working) is None
+    assert http_caching.released_not_modified(request, released).status_code == 304
+    assert http_caching.released_not_modified(request, working) is None
 
 
 # --- citation ------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claimsdb import public, selectors
+from claimsdb import http_caching, public, selectors
 from claimsdb.models import Release, ReleaseChange
 from claimsdb.records import RuleViolation, iter_pretty_bundle
 from claimsdb.records.kinds import record_kinds
@@ -294,7 +294,7 @@ class ReleaseBundleView(ReleaseBase):
         etag = f'"release-{release.number}"'
         headers = {
             "ETag": etag,
-            "Cache-Control": f"public, {public.IMMUTABLE}",
+            "Cache-Control": f"public, {http_caching.IMMUTABLE}",
             "Content-Disposition": f'inline; filename="claimsdb-release-{release.number}.json"',
         }
         if etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:

@@ -28,7 +28,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claimsdb import public
+from claimsdb import http_caching
 from claimsdb.models import Revision
 from claimsdb.records import RecordNotFound, RuleViolation, diff
 from claimsdb.services import revision_revert
@@ -192,7 +192,7 @@ class RevisionDetailView(RefuseNul, APIView):
         response = not_modified(request, revision.number) or Response(
             revision_detail(revision), headers=etag_headers(revision.number)
         )
-        public.immutable_headers(response, revision.number)
+        http_caching.immutable_headers(response, revision.number)
         return response
 
 

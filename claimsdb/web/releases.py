@@ -20,7 +20,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils.feedgenerator import Atom1Feed
 
-from claimsdb import choices, citation, public, selectors
+from claimsdb import choices, citation, http_caching, public, selectors
 from claimsdb.models import Release, ReleaseChange, ReleaseEntry, Revision
 from claimsdb.records import PermissionDenied, RuleViolations
 from claimsdb.records.kinds import record_kinds
@@ -463,5 +463,5 @@ def record_citation(request: HttpRequest, kind: str, key: str, fmt: str) -> Http
     filename = f"{citation.citation_key(document, revision)}.{fmt}"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     if requested:
-        public.immutable_headers(response, revision.number, request=request)
+        http_caching.immutable_headers(response, revision.number, request=request)
     return response

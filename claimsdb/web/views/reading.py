@@ -8,7 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
-from claimsdb import choices, public, selectors
+from claimsdb import choices, http_caching, public, selectors
 from claimsdb.citation import citation_block
 from claimsdb.records import (
     RuleViolations,
@@ -82,7 +82,7 @@ def case_record_json(request: HttpRequest, key: str) -> HttpResponse:
         dumps_pretty(visible.document), content_type="application/json; charset=utf-8"
     )
     if visible.revision is not None:
-        response["ETag"] = public.revision_etag(visible.revision)
+        response["ETag"] = http_caching.revision_etag(visible.revision)
     return response
 
 
@@ -90,15 +90,15 @@ def case_revision_json(request: HttpRequest, key: str, number: int) -> HttpRespo
     """A past revision's canonical document, as the ledger holds it (for the public, a
     released one, cacheable for ever)."""
     visible = visible_revision(request, "case", key, number)
-    not_modified = public.released_not_modified(request, number)
+    not_modified = http_caching.released_not_modified(request, number)
     if not_modified is not None:
         return not_modified
     response = HttpResponse(
         dumps_pretty(loads(visible.revision.snapshot)),
         content_type="application/json; charset=utf-8",
     )
-    response["ETag"] = public.revision_etag(number)
-    public.immutable_headers(response, number, request=request)
+    response["ETag"] = http_caching.revision_etag(number)
+    http_caching.immutable_headers(response, number, request=request)
     return response
 
 
@@ -166,11 +166,11 @@ def record_revision(request: HttpRequest, key: str, number: int, kind: str = "ca
 
     A released revision's page never changes: for the public it is cacheable for ever."""
     visible = visible_revision(request, kind, key, number)
-    not_modified = public.released_not_modified(request, number)
+    not_modified = http_caching.released_not_modified(request, number)
     if not_modified is not None:
         return not_modified
     response = _render_revision(request, kind, key, visible)
-    public.immutable_headers(response, number, request=request)
+    http_caching.immutable_headers(response, number, request=request)
     return response
 
 
