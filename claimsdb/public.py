@@ -1,9 +1,9 @@
-"""The public record: what anonymous visitors see (docs/releases.md). The one source of truth.
+"""The released record: what releases published, read for the public (docs/releases.md).
 
 The public sees, for each record, the revision of the latest release that has an entry for
-it (``released_revision``), and only that revision's snapshot. Signed-in users with a role
-see the working state (``visible_document``). Every list selector here runs a fixed number
-of queries, whatever the number of records.
+it (``released_revision``), and only that revision's snapshot. Who reads the released
+record and who the working state is decided in ``claimsdb.access``. Every list selector
+here runs a fixed number of queries, whatever the number of records.
 
 Revision URLs of released revisions never change content (``is_released_revision``;
 their responses are cached for ever: ``claimsdb.http_caching``).
@@ -20,7 +20,6 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Sum
 
 from claimsdb import selectors
 from claimsdb.models import Release, ReleaseChange, ReleasedTerm, ReleaseEntry, Revision
-from claimsdb.records import record_document
 from claimsdb.records.kinds import record_kinds
 from claimsdb.records.schema import BUNDLE_FORMAT
 from claimsdb.records.stream import (
@@ -31,7 +30,6 @@ from claimsdb.records.stream import (
     keyset_batches,
     reported_documents,
 )
-from claimsdb.services.permissions import has_role
 
 CHANGE_VERBS = {
     ReleaseChange.NEW: "new in release",
@@ -463,37 +461,3 @@ def material_history(kind: str, key: str, *, public: bool) -> list[dict[str, Any
             }
         )
     return history
-
-
-# --- who sees what -----------------------------------------------------------------------
-
-
-def may_read_working_state(user) -> bool:
-    """Signed-in users with a role (viewer and up) read the working state."""
-    return has_role(user, "viewer")
-
-
-def visible_document(user, kind: str, key: str) -> tuple[dict[str, Any], int] | None:
-    """The document of a record this user sees and its revision number, or None.
-
-    Users with a role see the working state (the live document, its latest revision);
-    anonymous users and users without a role see the released snapshot only.
-    """
-    if may_read_working_state(user):
-        latest = (
-            Revision.objects.filter(record_kind=kind, record_key=key)
-            .order_by("-number")
-            .values_list("number", flat=True)
-            .first()
-        )
-        document = record_document(kind, key)
-        return (document, latest) if document is not None else None
-    revision = released_revision(kind, key)
-    return (json.loads(revision.snapshot), revision.number) if revision else None
-
-
-def may_see_revision(user, kind: str, key: str, number: int) -> bool:
-    """Users with a role see every revision; others only those some release published."""
-    if may_read_working_state(user):
-        return True
-    return release_of_revision(kind, key, number) is not None

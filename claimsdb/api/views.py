@@ -1,8 +1,8 @@
 """Records (cases, sources, rules, methods) and claims over REST.
 
-Each view reads through ``visibility`` — the working state for users with a role, the
-released record for everyone else — or translates its input into one service call and the
-outcome into a response; the services' refusals become errors in
+Each view reads through the access policy (``claimsdb.access``) — the working state for
+users with a role, the released record for everyone else — or translates its input into
+one service call and the outcome into a response; the services' refusals become errors in
 ``errors.exception_handler``. Nothing here writes a model.
 """
 
@@ -25,6 +25,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from claimsdb.access import (
+    may_read_working_state,
+    visible_claim,
+    visible_document,
+    visible_records,
+    visible_revision_number,
+)
 from claimsdb.public import ReleasedRecords
 from claimsdb.records import (
     RecordExists,
@@ -61,16 +68,7 @@ from .common import (
     write_params,
 )
 from .permissions import ClaimPermission, RecordPermission
-from .visibility import (
-    may_read_working_state,
-    page_documents,
-    visible_claim,
-    visible_document,
-    visible_records,
-    visible_revision,
-    working_case,
-    working_case_document,
-)
+from .visibility import page_documents, working_case, working_case_document
 
 
 def record_url(kind: str, key: str) -> str:
@@ -110,7 +108,7 @@ class RecordListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
 
     def get_queryset(self):
         """The model, for the schema and the browsable API's filter form: ``get`` reads the
-        records through ``visibility``."""
+        records through the access policy."""
         return record_kinds.get(self.kind).model.objects.none()
 
     def get(self, request: Request) -> Response:
@@ -152,7 +150,7 @@ class RecordDetailView(RefuseNul, APIView):
                     return cached
                 visible = working_case_document(case)
                 return Response(visible.document, headers=etag_headers(visible.revision))
-        revision = visible_revision(request.user, self.kind, key)
+        revision = visible_revision_number(request.user, self.kind, key)
         cached = not_modified(request, revision)
         if cached is not None:
             return cached
@@ -426,7 +424,7 @@ class CaseClaimsView(RefuseNul, APIView):
         },
     )
     def get(self, request: Request, key: str) -> Response:
-        revision = visible_revision(request.user, "case", key)
+        revision = visible_revision_number(request.user, "case", key)
         cached = not_modified(request, revision)
         if cached is not None:
             return cached

@@ -20,7 +20,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils.feedgenerator import Atom1Feed
 
-from claimsdb import choices, citation, http_caching, public, selectors
+from claimsdb import access, choices, citation, http_caching, public, selectors
 from claimsdb.models import Release, ReleaseChange, ReleaseEntry, Revision
 from claimsdb.records import PermissionDenied, RuleViolations
 from claimsdb.records.kinds import record_kinds
@@ -99,7 +99,7 @@ def release_detail(request: HttpRequest, number: int) -> HttpResponse:
             "unchanged": [_entry_row(e, "", e.revision.number) for e in unchanged.items],
             "unchanged_open": "unchanged_page" in request.GET,
             "bundle_url": f"/api/v1/releases/{release.number}/bundle.json",
-            "show_publisher": public.may_read_working_state(request.user),
+            "show_publisher": access.may_read_working_state(request.user),
         },
     )
 
@@ -444,11 +444,11 @@ def record_citation(request: HttpRequest, kind: str, key: str, fmt: str) -> Http
         revision = Revision.objects.filter(
             record_kind=kind, record_key=key, number=int(requested)
         ).first()
-        if revision is None or not public.may_see_revision(
+        if revision is None or not access.may_see_revision(
             request.user, kind, key, revision.number
         ):
             raise Http404(f"no visible revision {requested} of {kind} {key}")
-    elif public.may_read_working_state(request.user):
+    elif access.may_read_working_state(request.user):
         revision = (
             Revision.objects.filter(record_kind=kind, record_key=key).order_by("-number").first()
         )

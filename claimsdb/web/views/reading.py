@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from claimsdb import choices, http_caching, public, selectors
+from claimsdb.access import VisibleRevision
 from claimsdb.citation import citation_block
 from claimsdb.records import (
     RuleViolations,
@@ -22,13 +23,12 @@ from claimsdb.services import revert_document, revision_revert
 
 from ..access import (
     SignInRequired,
-    VisibleRevision,
+    document_or_404,
     reader_page,
     reads_released,
     request_has_role,
     require_visible_record,
-    visible_document,
-    visible_revision,
+    revision_or_404,
 )
 from ..diffs import document_changes, revert_effects
 from ..editing import simple_service_call
@@ -47,7 +47,7 @@ def record_url(kind: str, key: str, page: str = "detail", *args) -> str:
 def case_detail(request: HttpRequest, key: str) -> HttpResponse:
     """The record page, sections in the seed's order: the working state, or the released
     revision for the public."""
-    visible = visible_document(request, "case", key)
+    visible = document_or_404(request, "case", key)
     history = public.material_history("case", key, public=visible.released)
     page = case_page(
         visible.document,
@@ -77,7 +77,7 @@ def _citation(request, kind: str, key: str, document: dict, number: int | None):
 
 def case_record_json(request: HttpRequest, key: str) -> HttpResponse:
     """ "Inspect the record": the canonical document this user sees."""
-    visible = visible_document(request, "case", key)
+    visible = document_or_404(request, "case", key)
     response = HttpResponse(
         dumps_pretty(visible.document), content_type="application/json; charset=utf-8"
     )
@@ -89,7 +89,7 @@ def case_record_json(request: HttpRequest, key: str) -> HttpResponse:
 def case_revision_json(request: HttpRequest, key: str, number: int) -> HttpResponse:
     """A past revision's canonical document, as the ledger holds it (for the public, a
     released one, cacheable for ever)."""
-    visible = visible_revision(request, "case", key, number)
+    visible = revision_or_404(request, "case", key, number)
     not_modified = http_caching.released_not_modified(request, number)
     if not_modified is not None:
         return not_modified
@@ -165,7 +165,7 @@ def record_revision(request: HttpRequest, key: str, number: int, kind: str = "ca
     """One revision as it was: a case rendered like its record page, other records as fields.
 
     A released revision's page never changes: for the public it is cacheable for ever."""
-    visible = visible_revision(request, kind, key, number)
+    visible = revision_or_404(request, kind, key, number)
     not_modified = http_caching.released_not_modified(request, number)
     if not_modified is not None:
         return not_modified
@@ -254,7 +254,7 @@ def revision_revert_view(request: HttpRequest, key: str, number: int, kind: str 
         raise SignInRequired
     if not request_has_role(request, "reviewer"):
         raise PermissionDenied("reverting needs the reviewer role")
-    visible = visible_revision(request, kind, key, number)
+    visible = revision_or_404(request, kind, key, number)
     if request.method != "POST":
         return _render_revert(request, kind, key, visible)
     form = RevertForm(request.POST)
@@ -373,8 +373,8 @@ revision_revert_page = reader_page(revision_revert_view)
 def record_diff(request: HttpRequest, key: str, a: int, b: int, kind: str = "case"):
     """What changed between two revisions of one record, field by field (for the public,
     between two released revisions)."""
-    old = visible_revision(request, kind, key, a)
-    new = visible_revision(request, kind, key, b)
+    old = revision_or_404(request, kind, key, a)
+    new = revision_or_404(request, kind, key, b)
     rows = document_changes(loads(old.revision.snapshot), loads(new.revision.snapshot))
     return render(
         request,
