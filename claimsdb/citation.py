@@ -18,8 +18,9 @@ from django.conf import settings
 
 from claimsdb.models import Release, Revision
 from claimsdb.records import dumps_pretty
+from claimsdb.records.kinds import record_kinds
 
-from .public import KIND_PATHS, revision_path
+from .public import release_of_revision, released_entry
 
 PUBLISHER = "claimsdb"
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -46,11 +47,6 @@ def latex_escape(text: str) -> str:
     return LATEX_PATTERN.sub(lambda match: LATEX_SPECIALS[match.group(0)], text)
 
 
-def record_kind(document: dict[str, Any]) -> str:
-    """``case`` from ``claimsdb.case/1``."""
-    return document["format"].removeprefix("claimsdb.").split("/")[0]
-
-
 def record_title(document: dict[str, Any]) -> str:
     """``CP22-003: <title>``; a scope rule has no title and is named by its key."""
     title = (document.get("title") or "").strip()
@@ -64,7 +60,8 @@ def citation_url(document: dict[str, Any], revision: Revision | int, *, base_url
     ``settings.CLAIMSDB_SITE_URL`` if set, else the path alone.
     """
     base = base_url or getattr(settings, "CLAIMSDB_SITE_URL", "")
-    path = revision_path(record_kind(document), document["key"], _number(revision))
+    kind = record_kinds.by_format(document["format"])
+    path = kind.revision_path(document["key"], _number(revision))
     return URL_UNSAFE.sub("", base.rstrip("/")) + path
 
 
@@ -167,13 +164,11 @@ def citation_block(
     ``unreleased`` says that its link is not public yet (only signed-in readers see such a
     revision) and ``public`` is what the public sees instead (``public_revision``), or None
     when the record was never released. Two queries, three for an unreleased revision."""
-    from .public import release_of_revision
-
     revision = Revision.objects.defer("snapshot").get(
         record_kind=kind, record_key=key, number=revision_number
     )
     release = release_of_revision(kind, key, revision_number)
-    downloads = f"/{KIND_PATHS[kind]}/{key}/cite"
+    downloads = f"{record_kinds.get(kind).record_path(key)}cite"
     query = f"?revision={revision_number}"
     return {
         "text": citation_text(document, revision, release, base_url=base_url),
@@ -197,8 +192,6 @@ def public_revision(kind: str, key: str) -> dict[str, Any] | None:
     """The revision the public sees of a record, to cite instead of an unreleased one:
     ``{"revision", "release", "url"}``, or None if no release published the record. One
     query."""
-    from .public import released_entry
-
     entry = released_entry(kind, key)
     if entry is None:
         return None
@@ -206,7 +199,7 @@ def public_revision(kind: str, key: str) -> dict[str, Any] | None:
     return {
         "revision": number,
         "release": entry.release,
-        "url": revision_path(kind, key, number),
+        "url": record_kinds.get(kind).revision_path(key, number),
     }
 
 

@@ -17,13 +17,13 @@ from claimsdb.models import (
     Figure,
     LedgerHead,
     Revision,
-    ScopeRule,
     Source,
 )
 from claimsdb.records import (
     RuleViolation,
     dumps_compact,
 )
+from claimsdb.records.kinds import record_kinds
 from claimsdb.records.stream import (
     BATCH_SIZE,
     NO_PROGRESS,
@@ -38,8 +38,6 @@ from claimsdb.rules import run_field_rules, run_scope_rules
 from claimsdb.rules.context import DocumentContext
 from claimsdb.rules.scoped import load_scoped, same_event_closure
 from claimsdb.services.ledger import GENESIS_HASH, row_chain_hash
-
-LIVE_MODELS = {"case": Case, "method": AssessmentMethod, "rule": ScopeRule, "source": Source}
 
 
 def verify_history(*, batch_size: int = BATCH_SIZE, progress: Progress = NO_PROGRESS) -> list[str]:
@@ -58,13 +56,15 @@ def history_problems(
     Three passes, each in batches of ``batch_size`` (memory follows it, not the number of
     revisions or records): the revisions in number order, recomputing the chain; every
     live record against its latest revision; the record keys of the ledger that have no
-    live record. Nothing per record is kept between batches.
+    live record. Nothing per record is kept between batches. Kinds are checked in the
+    order an export lists them.
     """
     yield from _chain_problems(batch_size, progress)
-    for kind in sorted(LIVE_MODELS):
-        yield from _live_record_problems(kind, batch_size, progress)
-    for kind in sorted(LIVE_MODELS):
-        yield from _deleted_record_problems(kind)
+    kinds = record_kinds.in_bundle_file_order()
+    for kind in kinds:
+        yield from _live_record_problems(kind.name, batch_size, progress)
+    for kind in kinds:
+        yield from _deleted_record_problems(kind.name)
 
 
 # What a chain check reads of each revision (everything but the id).
@@ -160,8 +160,8 @@ def _chain_problems(batch_size: int, progress: Progress) -> Iterator[str]:
 
 
 def _live_record_problems(kind: str, batch_size: int, progress: Progress) -> Iterator[str]:
-    """Each live record of ``kind`` against its latest snapshot: one query for a batch's
-    documents (plus a case's prefetches) and one for the batch's latest revisions."""
+    """Each live record of ``kind`` against its latest snapshot: a fixed number of queries
+    for a batch's documents (``document_batches``) and one for its latest revisions."""
     batches = in_key_order(document_batches(kind, batch_size=batch_size))
     for documents in reported_batches(f"{kind}s", lambda: record_count(kind), batches, progress):
         latest = _latest_snapshots(kind, [document["key"] for document in documents])
@@ -221,7 +221,7 @@ def _latest_snapshots_sql() -> str:
 def _deleted_record_problems(kind: str) -> Iterator[str]:
     """Record keys with revisions but no live record: found by the database (an anti-join),
     so only the problems, never every key, come back."""
-    model = LIVE_MODELS[kind]
+    model = record_kinds.get(kind).model
     orphans = (
         Revision.objects.filter(record_kind=kind)
         .filter(~Exists(model.objects.filter(key=OuterRef("record_key"))))

@@ -1,12 +1,12 @@
-"""The public record: what anonymous visitors see (docs/releases.md). The one source of truth.
+"""The released record: what releases published, read for the public (docs/releases.md).
 
 The public sees, for each record, the revision of the latest release that has an entry for
-it (``released_revision``), and only that revision's snapshot. Signed-in users with a role
-see the working state (``visible_document``). Every list selector here runs a fixed number
-of queries, whatever the number of records.
+it (``released_revision``), and only that revision's snapshot. Who reads the released
+record and who the working state is decided in ``claimsdb.access``. Every list selector
+here runs a fixed number of queries, whatever the number of records.
 
-Revision URLs of released revisions never change content (``is_released_revision``,
-``immutable_headers``).
+Revision URLs of released revisions never change content (``is_released_revision``;
+their responses are cached for ever: ``claimsdb.http_caching``).
 """
 
 from __future__ import annotations
@@ -17,29 +17,20 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Sum
-from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
-from django.utils.cache import patch_vary_headers
 
 from claimsdb import selectors
 from claimsdb.models import Release, ReleaseChange, ReleasedTerm, ReleaseEntry, Revision
-from claimsdb.records import record_document
+from claimsdb.records.kinds import record_kinds
 from claimsdb.records.schema import BUNDLE_FORMAT
 from claimsdb.records.stream import (
     BATCH_SIZE,
-    BUNDLE_KINDS,
     NO_PROGRESS,
     Progress,
     in_key_order,
     keyset_batches,
     reported_documents,
 )
-from claimsdb.services.permissions import has_role
 
-# The path segment of each kind's pages: /cases/<key>/, /sources/<key>/…
-KIND_PATHS = {"case": "cases", "source": "sources", "rule": "rules", "method": "methods"}
-BUNDLE_LISTS = {"case": "cases", "source": "sources", "rule": "rules", "method": "methods"}
-KIND_ORDER = {"case": 0, "source": 1, "rule": 2, "method": 3}
-IMMUTABLE = "max-age=31536000, immutable"
 CHANGE_VERBS = {
     ReleaseChange.NEW: "new in release",
     ReleaseChange.UPDATED: "updated in release",
@@ -55,22 +46,6 @@ class ReleasedRecord(NamedTuple):
     key: str
     document: dict[str, Any]
     revision: Revision
-
-
-# --- paths --------------------------------------------------------------------------------
-
-
-def record_path(kind: str, key: str) -> str:
-    return f"/{KIND_PATHS[kind]}/{key}/"
-
-
-def revision_path(kind: str, key: str, number: int) -> str:
-    """The page of one revision of a record (``/cases/CP22-003/revisions/13/``)."""
-    return f"/{KIND_PATHS[kind]}/{key}/revisions/{number}/"
-
-
-def diff_path(kind: str, key: str, a: int, b: int) -> str:
-    return f"/{KIND_PATHS[kind]}/{key}/diff/{a}/{b}/"
 
 
 # --- releases -----------------------------------------------------------------------------
@@ -110,7 +85,7 @@ def release_entries(release: Release, *, with_snapshots: bool = False) -> list[R
     }
     for entry in entries:
         entry.previous_revision = previous.get((entry.record_kind, entry.record_key))
-    entries.sort(key=lambda e: (KIND_ORDER[e.record_kind], e.record_key))
+    entries.sort(key=lambda e: (record_kinds.listing_rank(e.record_kind), e.record_key))
     return entries
 
 
@@ -141,11 +116,11 @@ def release_bundle_lists(
     time (one query each), so it never changes and never sits whole in memory."""
     lists: dict[str, Any] = {"format": BUNDLE_FORMAT}
     entries = ReleaseEntry.objects.filter(release=release)
-    for name, kind in BUNDLE_KINDS.items():
-        lists[name] = reported_documents(
-            name,
-            lambda kind=kind: entries.filter(record_kind=kind).count(),
-            in_key_order(_release_document_batches(release, kind, batch_size)),
+    for kind in record_kinds.in_bundle_file_order():
+        lists[kind.plural] = reported_documents(
+            kind.plural,
+            lambda kind=kind.name: entries.filter(record_kind=kind).count(),
+            in_key_order(_release_document_batches(release, kind.name, batch_size)),
             progress,
         )
     return lists
@@ -486,79 +461,3 @@ def material_history(kind: str, key: str, *, public: bool) -> list[dict[str, Any
             }
         )
     return history
-
-
-# --- who sees what -----------------------------------------------------------------------
-
-
-def may_read_working_state(user) -> bool:
-    """Signed-in users with a role (viewer and up) read the working state."""
-    return has_role(user, "viewer")
-
-
-def visible_document(user, kind: str, key: str) -> tuple[dict[str, Any], int] | None:
-    """The document of a record this user sees and its revision number, or None.
-
-    Users with a role see the working state (the live document, its latest revision);
-    anonymous users and users without a role see the released snapshot only.
-    """
-    if may_read_working_state(user):
-        latest = (
-            Revision.objects.filter(record_kind=kind, record_key=key)
-            .order_by("-number")
-            .values_list("number", flat=True)
-            .first()
-        )
-        document = record_document(kind, key)
-        return (document, latest) if document is not None else None
-    revision = released_revision(kind, key)
-    return (json.loads(revision.snapshot), revision.number) if revision else None
-
-
-def may_see_revision(user, kind: str, key: str, number: int) -> bool:
-    """Users with a role see every revision; others only those some release published."""
-    if may_read_working_state(user):
-        return True
-    return release_of_revision(kind, key, number) is not None
-
-
-# --- caching ------------------------------------------------------------------------------
-
-
-def revision_etag(revision_number: int) -> str:
-    return f'"{revision_number}"'
-
-
-def immutable_headers(
-    response: HttpResponse, revision_number: int, *, request: HttpRequest | None = None
-) -> bool:
-    """Mark the response to a released revision's page as cacheable for ever.
-
-    Sets ``Cache-Control: public, max-age=31536000, immutable``, ``ETag: "<n>"`` and
-    ``Vary: Cookie`` when the revision is released, and returns True; does nothing (and
-    returns False) otherwise.
-
-    Pass ``request`` for HTML pages: a signed-in user's copy carries per-user content (the
-    header, a CSRF token in a revert form that would go stale after the next sign-in), so
-    it is left uncached and only anonymous copies are marked.
-    """
-    if request is not None and request.user.is_authenticated:
-        return False
-    if is_released_revision(revision_number) is None:
-        return False
-    response["Cache-Control"] = f"public, {IMMUTABLE}"
-    response["ETag"] = revision_etag(revision_number)
-    patch_vary_headers(response, ["Cookie"])
-    return True
-
-
-def released_not_modified(request: HttpRequest, revision_number: int) -> HttpResponse | None:
-    """A 304 for ``If-None-Match: "<n>"`` on a released revision's page, else None
-    (never for signed-in users: see ``immutable_headers``)."""
-    header = request.headers.get("If-None-Match", "")
-    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
-    etag = revision_etag(revision_number)
-    if etag not in tags and "*" not in tags:
-        return None
-    response = HttpResponseNotModified()
-    return response if immutable_headers(response, revision_number, request=request) else None

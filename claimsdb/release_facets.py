@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from claimsdb.records.kinds import record_kinds
+
 TEXT_SEPARATOR = "\x1f"  # never in a stripped ``?q=`` text that can match (see filters)
 WITHDRAWN = "withdrawn"
-# The fields ``?q=`` searches, per kind (the same as the working state's filters).
-TEXT_FIELDS = {
-    "case": ("key", "title", "summary", "scope_note", "account", "basis", "limits"),
-    "source": ("key", "title", "publisher", "url", "notes"),
-}
 
 
 def is_withdrawn(document: dict[str, Any]) -> bool:
@@ -45,7 +42,8 @@ def revision_fields(kind: str, document: dict[str, Any]) -> dict[str, str]:
     if kind == "rule":
         fields["case"] = _text(document.get("case"))
         fields["figure"] = _text(document.get("figure"))
-    texts = [_text(document.get(name)) for name in TEXT_FIELDS.get(kind, ())]
+    # the fields ``?q=`` searches (the same as the working state's filters)
+    texts = [_text(document.get(name)) for name in record_kinds.get(kind).text_fields]
     if kind == "case":
         texts += [_text(tag) for tag in document.get("tags") or []]
         texts += [_text(claim.get("statement")) for claim in document.get("claims") or []]

@@ -32,6 +32,8 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.http import HttpRequest, HttpResponse
 
+from claimsdb.access import may_read_working_state
+
 logger = logging.getLogger("claimsdb.replicas")
 
 # Apps whose rows decide who the user is (and the sign-in throttle's counters, kept in the
@@ -167,8 +169,6 @@ def _public_reader(request: HttpRequest) -> bool:
     """A reader who sees only released records: no credentials of any kind, or a signed-in
     account without a role. A request with an Authorization header is a tool whose token
     may carry a role: it reads the primary."""
-    from claimsdb.public import may_read_working_state
-
     if "Authorization" in request.headers:
         return False
     return not may_read_working_state(request.user)

@@ -8,7 +8,7 @@ from django.db import connections, router
 from django.db.models import QuerySet
 
 from claimsdb.models import Case, Revision
-from claimsdb.records import case_document, case_queryset
+from claimsdb.records import record_document
 
 
 def case_list() -> QuerySet[Case]:
@@ -16,8 +16,7 @@ def case_list() -> QuerySet[Case]:
 
 
 def case_document_or_none(key: str) -> dict[str, Any] | None:
-    case = case_queryset().filter(key=key).first()
-    return case_document(case) if case else None
+    return record_document("case", key)
 
 
 def latest_revision_number(record_kind: str, record_key: str) -> int | None:

@@ -185,6 +185,15 @@ def test_relation_without_kind_or_case_is_a_missing_field(seeded):
         ]
 
 
+@pytest.mark.parametrize("format", [["claimsdb.case/1"], {"format": "claimsdb.bundle/1"}])
+def test_a_format_that_is_not_text_is_refused_as_a_format(seeded, reviewer, format):
+    """A list or an object where a bundle or a document names its format is refused with
+    the format's code, like any format claimsdb does not read."""
+    with pytest.raises(RuleViolations) as refused:
+        bundle_load(user=reviewer, bundle={"format": format, "cases": []}, summary="x")
+    assert [(v.code, v.path) for v in refused.value.violations] == [("document.format", "format")]
+
+
 @pytest.mark.parametrize("method", ["put", "patch", "post"])
 @pytest.mark.parametrize("kind", list(RECORDS))
 def test_api_writes_never_fail_on_malformed_documents(seeded, token, kind, method):

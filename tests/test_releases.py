@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from claimsdb import citation, public
+from claimsdb import access, citation, http_caching, public
 from claimsdb.models import Release, ReleaseEntry, Revision
 from claimsdb.records import PermissionDenied, RuleViolations, record_document
 from claimsdb.services import (
@@ -292,20 +292,20 @@ def test_visible_document_anonymous_sees_released_viewers_see_working(
     from django.contrib.auth.models import AnonymousUser
 
     anonymous = AnonymousUser()
-    assert public.visible_document(anonymous, "case", "CP22-003") is None
+    assert access.visible_document(anonymous, "case", "CP22-003") is None
     release_publish(user=reviewer, notes="1")
     released = latest("case", "CP22-003")
     working = edit_case(analyst, "CP22-003", title="Draft title", status="draft")
     for user in (anonymous, nobody):
-        document, number = public.visible_document(user, "case", "CP22-003")
+        document, number = access.visible_document(user, "case", "CP22-003")
         assert number == released
         assert document["status"] == "ready"
         assert document["title"] != "Draft title"
     for user in (viewer, analyst):
-        document, number = public.visible_document(user, "case", "CP22-003")
+        document, number = access.visible_document(user, "case", "CP22-003")
         assert (number, document["title"], document["status"]) == (working, "Draft title", "draft")
-    assert public.visible_document(anonymous, "case", "CP22-999") is None
-    assert public.visible_document(viewer, "case", "CP22-999") is None
+    assert access.visible_document(anonymous, "case", "CP22-999") is None
+    assert access.visible_document(viewer, "case", "CP22-999") is None
 
 
 def test_released_records_are_the_public_documents_and_hide_withdrawn(
@@ -399,23 +399,23 @@ def test_immutable_headers_only_for_released_revisions(seeded, reviewer, analyst
     released = latest("case", "CP22-003")
     working = edit_case(analyst, "CP22-003", title="Working")
     response = HttpResponse("page")
-    assert public.immutable_headers(response, released)
+    assert http_caching.immutable_headers(response, released)
     assert response["Cache-Control"] == "public, max-age=31536000, immutable"
     assert response["ETag"] == f'"{released}"'
     assert response["Vary"] == "Cookie"
     response = HttpResponse("page")
-    assert not public.immutable_headers(response, working)
+    assert not http_caching.immutable_headers(response, working)
     assert "Cache-Control" not in response and "ETag" not in response
 
     request = rf.get("/", HTTP_IF_NONE_MATCH=f'"{released}", "{working}"')
     request.user = analyst  # signed-in pages carry per-user content: never cached
     response = HttpResponse("page")
-    assert not public.immutable_headers(response, released, request=request)
+    assert not http_caching.immutable_headers(response, released, request=request)
     assert "Cache-Control" not in response
-    assert public.released_not_modified(request, released) is None
+    assert http_caching.released_not_modified(request, released) is None
     request.user = AnonymousUser()
-    assert public.released_not_modified(request, released).status_code == 304
-    assert public.released_not_modified(request, working) is None
+    assert http_caching.released_not_modified(request, released).status_code == 304
+    assert http_caching.released_not_modified(request, working) is None
 
 
 # --- citation ------------------------------------------------------------------------------
@@ -501,7 +501,7 @@ def test_citation_keys_are_safe_for_every_kind():
 
 def test_citation_block_for_the_record_page(seeded, reviewer):
     release = release_publish(user=reviewer, notes="1")
-    document, number = public.visible_document(None, "case", "CP22-003")
+    document, number = access.visible_document(None, "case", "CP22-003")
     block = citation.citation_block("case", "CP22-003", document, number, base_url="https://x/")
     assert block["release"] == release
     assert block["key"] == f"claimsdb-CP22-003-r{number}"

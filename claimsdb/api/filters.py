@@ -96,7 +96,8 @@ class ReleasedDocumentFilter:
     see ``claimsdb.release_facets``).
 
     ``equal_fields`` are filters comparing one document field with the value; ``q`` looks
-    for the text, case-insensitively, in the fields ``release_facets.TEXT_FIELDS`` names.
+    for the text, case-insensitively, in the fields the kind's ``text_fields`` name
+    (``claimsdb.records.kinds``).
     """
 
     equal_fields: tuple[str, ...] = ()

@@ -19,12 +19,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 
 from claimsdb.records import schema as record_schema
+from claimsdb.records.kinds import record_kinds
 from claimsdb.rules.codes import CODES
 
 from .errors import PRECONDITION_REQUIRED
 
-KIND_COMPONENTS = {"case": "Case", "source": "Source", "rule": "Rule", "method": "Method"}
-KIND_FORMATS = {kind: fmt for fmt, kind in record_schema.FORMATS.items()}
+KIND_COMPONENTS = {kind.name: kind.component for kind in record_kinds}
+KIND_FORMATS = {kind.name: kind.format for kind in record_kinds}
 NAMED_FIELDS = {
     id(record_schema.CLAIM): "Claim",
     id(record_schema.EVIDENCE_LINK): "EvidenceLink",
@@ -168,7 +169,8 @@ def error_components() -> dict[str, Any]:
 def components() -> dict[str, Any]:
     """Every component the views refer to with ``ref()``."""
     result: dict[str, Any] = {}
-    for kind, spec in record_schema.SCHEMAS.items():
+    for entry in record_kinds:
+        kind, spec = entry.name, entry.schema
         name = KIND_COMPONENTS[kind]
         document = field_schema(spec, result, top=True)
         document["description"] = f"A `{KIND_FORMATS[kind]}` document (docs/record-format.md)."
@@ -316,17 +318,11 @@ def seed_records() -> dict[str, dict[str, Any]]:
         bundle = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    wanted = {
-        "case": ("cases", "CP22-003"),
-        "source": ("sources", "SRC-SGLANG-KV-TRANSFER-SAFETY"),
-        "rule": ("rules", "RULE-CP22-002-RESPONSES-NOT-CP22-003"),
-        "method": ("methods", "diggingbeagle.assessment/1"),
-    }
     found = {}
-    for kind, (name, key) in wanted.items():
-        for document in bundle.get(name, []):
-            if document.get("key") == key:
-                found[kind] = document
+    for kind in record_kinds:
+        for document in bundle.get(kind.plural, []):
+            if document.get("key") == kind.example_key:
+                found[kind.name] = document
     return found
 
 
@@ -557,21 +553,16 @@ LOCATION_HEADER = OpenApiParameter(
 
 
 def key_parameter(kind: str) -> OpenApiParameter:
-    examples = {
-        "case": "CP22-003",
-        "source": "SRC-SGLANG-KV-TRANSFER-SAFETY",
-        "rule": "RULE-CP22-002-RESPONSES-NOT-CP22-003",
-        "method": "diggingbeagle.assessment/1",
-    }
+    entry = record_kinds.get(kind)
     description = f"the {kind}'s key"
-    if kind == "method":
+    if entry.keys_hold_slashes:
         description += " (it contains a slash, which may be sent as is or as %2F)"
     return OpenApiParameter(
         "key",
         OpenApiTypes.STR,
         OpenApiParameter.PATH,
         description=description,
-        examples=[OpenApiExample(examples[kind], value=examples[kind])],
+        examples=[OpenApiExample(entry.example_key, value=entry.example_key)],
     )
 
 

@@ -6,7 +6,7 @@ users without the role with 403 ``permission.denied``. The services check the ro
 inside the writing transaction; these classes only refuse early and cheaply.
 
 Records, claims and revisions are read by anyone: what each user sees — the working state
-or the released record — is decided by ``visibility``, not here.
+or the released record — is decided by the access policy (``claimsdb.access``), not here.
 
 * ``PublicReads`` — read-only endpoints of the record (anyone; other methods: viewers get
   405, others 401/403).
@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from claimsdb.services.writer import KIND_ROLE
-
-from .visibility import holds_role, may_read_working_state
+from claimsdb.access import holds_role, may_read_working_state
+from claimsdb.records.kinds import record_kinds
 
 ANYONE = "anyone"  # a read role: no credentials needed; visibility decides what is seen
 
@@ -95,4 +94,4 @@ class RecordPermission(RolePermission):
     def required_role(self, request, view) -> str:
         if request.method in SAFE_METHODS:
             return self.read_role
-        return KIND_ROLE[view.kind]
+        return record_kinds.get(view.kind).write_role

@@ -23,9 +23,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claimsdb import public, selectors
+from claimsdb import http_caching, public, selectors
 from claimsdb.models import Release, ReleaseChange
 from claimsdb.records import RuleViolation, iter_pretty_bundle
+from claimsdb.records.kinds import record_kinds
 from claimsdb.records.stream import utf8_chunks
 from claimsdb.services.permissions import has_role
 from claimsdb.services.releases import release_publish
@@ -92,8 +93,8 @@ BUNDLE_SCHEMA = {
     "properties": {
         "format": {"type": "string", "enum": ["claimsdb.bundle/1"]},
         **{
-            f"{kind}s": {"type": "array", "items": openapi.document_ref(kind)}
-            for kind in ("method", "source", "case", "rule")
+            kind.plural: {"type": "array", "items": openapi.document_ref(kind.name)}
+            for kind in record_kinds.in_write_order()
         },
     },
 }
@@ -163,7 +164,9 @@ def release_detail(request: Request, release: Release) -> dict[str, Any]:
             "revision": entry.revision.number,
             "previous_revision": entry.previous_revision,
             "page": request.build_absolute_uri(
-                public.revision_path(entry.record_kind, entry.record_key, entry.revision.number)
+                record_kinds.get(entry.record_kind).revision_path(
+                    entry.record_key, entry.revision.number
+                )
             ),
         }
         for entry in selectors.with_previous_revisions(release, list(page))
@@ -291,7 +294,7 @@ class ReleaseBundleView(ReleaseBase):
         etag = f'"release-{release.number}"'
         headers = {
             "ETag": etag,
-            "Cache-Control": f"public, {public.IMMUTABLE}",
+            "Cache-Control": f"public, {http_caching.IMMUTABLE}",
             "Content-Disposition": f'inline; filename="claimsdb-release-{release.number}.json"',
         }
         if etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:

@@ -2,7 +2,7 @@
 reverts.
 
 Users with a role read every revision; everyone else only the revisions a release points
-at (``visibility.visible_revisions``): the log, a case's history and diffs are made of
+at (``access.visible_revisions``): the log, a case's history and diffs are made of
 those, and any other revision number is a 404 (a 400 ``revision.not_of_record`` in a
 diff, as for a number that does not exist). A released revision never changes: it is
 served with ``Cache-Control: public, max-age=31536000, immutable``.
@@ -28,7 +28,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claimsdb import public
+from claimsdb import http_caching
+from claimsdb.access import may_read_working_state, visible_revision_number, visible_revisions
 from claimsdb.models import Revision
 from claimsdb.records import RecordNotFound, RuleViolation, diff
 from claimsdb.services import revision_revert
@@ -49,7 +50,6 @@ from .common import (
 from .errors import RequestViolations
 from .permissions import PublicReads, ReviewerOnly
 from .views import written
-from .visibility import may_read_working_state, visible_revision, visible_revisions
 
 
 def revision_summary(revision: Revision) -> dict[str, Any]:
@@ -152,7 +152,7 @@ class CaseRevisionsView(RevisionListView):
         },
     )
     def get(self, request: Request, key: str) -> Response:
-        if visible_revision(request.user, "case", key) is None:
+        if visible_revision_number(request.user, "case", key) is None:
             raise RecordNotFound("case", key)
         return super().get(request)
 
@@ -192,7 +192,7 @@ class RevisionDetailView(RefuseNul, APIView):
         response = not_modified(request, revision.number) or Response(
             revision_detail(revision), headers=etag_headers(revision.number)
         )
-        public.immutable_headers(response, revision.number)
+        http_caching.immutable_headers(response, revision.number)
         return response
 
 
@@ -244,7 +244,7 @@ class CaseDiffView(RefuseNul, APIView):
         },
     )
     def get(self, request: Request, key: str) -> Response:
-        latest = visible_revision(request.user, "case", key)
+        latest = visible_revision_number(request.user, "case", key)
         if latest is None:
             raise RecordNotFound("case", key)
         old_number = int_param(request.query_params.get("from"), "from", minimum=1)
@@ -299,7 +299,7 @@ class CaseRevertView(RefuseNul, APIView):
         params = write_params(request)
         body = RevertRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        if visible_revision(request.user, "case", key) is None:
+        if visible_revision_number(request.user, "case", key) is None:
             raise RecordNotFound("case", key)
         number = body.validated_data["revision"]
         _revision_of_case(request.user, key, number, "revision")

@@ -1,8 +1,8 @@
 """Records (cases, sources, rules, methods) and claims over REST.
 
-Each view reads through ``visibility`` — the working state for users with a role, the
-released record for everyone else — or translates its input into one service call and the
-outcome into a response; the services' refusals become errors in
+Each view reads through the access policy (``claimsdb.access``) — the working state for
+users with a role, the released record for everyone else — or translates its input into
+one service call and the outcome into a response; the services' refusals become errors in
 ``errors.exception_handler``. Nothing here writes a model.
 """
 
@@ -25,6 +25,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from claimsdb.access import (
+    may_read_working_state,
+    visible_claim,
+    visible_document,
+    visible_records,
+    visible_revision_number,
+)
 from claimsdb.public import ReleasedRecords
 from claimsdb.records import (
     RecordExists,
@@ -33,6 +40,7 @@ from claimsdb.records import (
     RuleViolations,
     StaleRevision,
 )
+from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors import latest_revision_number, page_keys, rows_in_order
 from claimsdb.services import (
     claim_add,
@@ -42,7 +50,7 @@ from claimsdb.services import (
     record_update,
     record_withdraw,
 )
-from claimsdb.services.writer import KIND_ROLE, WriteOutcome
+from claimsdb.services.writer import WriteOutcome
 
 from . import filters, openapi
 from .common import (
@@ -60,17 +68,7 @@ from .common import (
     write_params,
 )
 from .permissions import ClaimPermission, RecordPermission
-from .visibility import (
-    MODELS,
-    document_of,
-    may_read_working_state,
-    visible_claim,
-    visible_document,
-    visible_records,
-    visible_revision,
-    working_case,
-    working_case_document,
-)
+from .visibility import page_documents, working_case, working_case_document
 
 
 def record_url(kind: str, key: str) -> str:
@@ -110,8 +108,8 @@ class RecordListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
 
     def get_queryset(self):
         """The model, for the schema and the browsable API's filter form: ``get`` reads the
-        records through ``visibility``."""
-        return MODELS[self.kind].objects.none()
+        records through the access policy."""
+        return record_kinds.get(self.kind).model.objects.none()
 
     def get(self, request: Request) -> Response:
         records = visible_records(request.user, self.kind)
@@ -123,8 +121,8 @@ class RecordListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
             keys = self.paginate_queryset(page_keys(records))
             page = rows_in_order(records, keys)
         items = [
-            {"key": row.key, "revision": row.revision, "document": document_of(self.kind, row)}
-            for row in page
+            {"key": row.key, "revision": row.revision, "document": document}
+            for row, document in zip(page, page_documents(self.kind, page), strict=True)
         ]
         return self.get_paginated_response(items)
 
@@ -152,7 +150,7 @@ class RecordDetailView(RefuseNul, APIView):
                     return cached
                 visible = working_case_document(case)
                 return Response(visible.document, headers=etag_headers(visible.revision))
-        revision = visible_revision(request.user, self.kind, key)
+        revision = visible_revision_number(request.user, self.kind, key)
         cached = not_modified(request, revision)
         if cached is not None:
             return cached
@@ -213,7 +211,7 @@ def _record_views(kind: str, filterset_class, ordering_fields: list[str]):
     plural = f"{kind}s"
     document = openapi.document_ref(kind)
     key = openapi.key_parameter(kind)
-    write_role = KIND_ROLE[kind]
+    write_role = record_kinds.get(kind).write_role
     list_extra = []
     if kind == "case":
         list_extra.append(
@@ -426,7 +424,7 @@ class CaseClaimsView(RefuseNul, APIView):
         },
     )
     def get(self, request: Request, key: str) -> Response:
-        revision = visible_revision(request.user, "case", key)
+        revision = visible_revision_number(request.user, "case", key)
         cached = not_modified(request, revision)
         if cached is not None:
             return cached

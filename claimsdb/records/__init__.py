@@ -1,19 +1,9 @@
 """The canonical record documents of docs/record-format.md."""
 
+from .builders import method_document, rule_document, source_document
 from .canonical import dumps_compact, dumps_pretty, iter_pretty_bundle, sha256_text
 from .diff import Change, changed_fields, diff, record_date
-from .documents import (
-    bundle_document,
-    case_document,
-    case_queryset,
-    loads,
-    method_document,
-    parse_bundle,
-    parse_document,
-    record_document,
-    rule_document,
-    source_document,
-)
+from .documents import loads, parse_bundle, parse_document
 from .errors import (
     PermissionDenied,
     RecordExists,
@@ -22,6 +12,7 @@ from .errors import (
     RuleViolations,
     StaleRevision,
 )
+from .live import bundle_document, record_document
 
 __all__ = [
     "Change",
@@ -32,8 +23,6 @@ __all__ = [
     "RuleViolations",
     "StaleRevision",
     "bundle_document",
-    "case_document",
-    "case_queryset",
     "changed_fields",
     "diff",
     "dumps_compact",

@@ -1,11 +1,12 @@
-"""Case documents for a whole batch of cases, built from plain rows.
+"""Case documents, built from plain rows: the one builder of a case's document.
 
-``case_document`` over ``case_queryset`` is the definition of a case's document. Reading
-every case that way spends most of its time in the ORM's prefetch machinery (a queryset
-per case and relation, a model instance per row); here the same documents come from one
-``values_list`` query per relation for the batch, ordered as the models order them, which
-makes whole-knowledge-base reads (exports, ``verify_history``, ``check_rules``) several
-times faster. tests/test_streaming_commands.py holds the two equal.
+A case's document gathers rows of ten tables (claims and their evidence links,
+assessments, figures, relations…). They are read with one ``values_list`` query per table
+for a whole batch of cases, ordered as the models order them, with no model instance per
+row: one case (a record page, the write path), a page of cases (the API's lists) and an
+export's batches are all built by ``case_documents``, in the same queries. (Reading cases
+through the ORM's prefetches instead spends most of its time building querysets and model
+instances, several times slower over a whole knowledge base.)
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import ijson
 
 from . import schema
 from .errors import RuleViolation, RuleViolations
+from .kinds import record_kinds
 
 # Bytes read at a time. ijson's C backend turns a whole buffer into events before yielding
 # the first, so the buffer bounds the outline pass's memory: the events of 64 KiB of JSON,
@@ -109,10 +110,10 @@ def outline(stream: IO[bytes]) -> BundleOutline:
     result = BundleOutline()
     top_level: dict[str, str] = {}  # top-level field → the type of its value
     current: str | None = None
-    counts = dict.fromkeys(schema.BUNDLE_LISTS, -1)
+    counts = dict.fromkeys(_LISTS, -1)
     # Names are kept as their hashes (``_hash``), in arrays: a machine word or two per
     # record where the strings in sets and dicts took some 400 bytes per case.
-    keys = {name: _Pairs() for name in schema.BUNDLE_LISTS}  # (key, position in its list)
+    keys = {name: _Pairs() for name in _LISTS}  # (key, position in its list)
     figures = _Pairs()  # (figure ID, position of the case that owns it)
     cases_named = _Pairs()  # (case key named by a relation, position of the naming case)
     figures_named = _Pairs()  # (figure ID named by an attribution, position of the case)
@@ -166,7 +167,7 @@ def outline(stream: IO[bytes]) -> BundleOutline:
         ) from error
     if "format" in top_level and top_level["format"] != "a string":
         result.format = None
-    if result.format in schema.FORMATS:
+    if record_kinds.by_format(result.format) is not None:
         return result
     suspects = {name: pairs.repeated() for name, pairs in keys.items()}
     if any(suspects.values()):  # a key given twice, or two keys with one hash
@@ -190,8 +191,10 @@ def outline(stream: IO[bytes]) -> BundleOutline:
 
 _NOT_AN_OBJECT = object()
 _VALUE_STARTS = frozenset(_EVENT_TYPES)
-_ITEM_PREFIXES = {f"{name}.item": name for name in schema.BUNDLE_LISTS}
-_KEY_PREFIXES = {f"{name}.item.key": name for name in schema.BUNDLE_LISTS}
+# A bundle's lists, in its order (the write order: records before those naming them).
+_LISTS = [kind.plural for kind in record_kinds.in_write_order()]
+_ITEM_PREFIXES = {f"{name}.item": name for name in _LISTS}
+_KEY_PREFIXES = {f"{name}.item.key": name for name in _LISTS}
 
 
 def _hash(text: str) -> int:
@@ -239,8 +242,8 @@ def _duplicates(stream: IO[bytes], suspects: dict[str, set[int]]) -> set[str]:
     """The paths of the items whose key an earlier item of the same list has, among the
     positions ``suspects`` names per list: one more pass, holding only those keys."""
     stream.seek(0)
-    counts = dict.fromkeys(schema.BUNDLE_LISTS, -1)
-    seen: dict[str, set[str]] = {name: set() for name in schema.BUNDLE_LISTS}
+    counts = dict.fromkeys(_LISTS, -1)
+    seen: dict[str, set[str]] = {name: set() for name in _LISTS}
     found = set()
     for prefix, event, value in ijson.parse(stream, buf_size=_BUF_SIZE, use_float=True):
         name = _ITEM_PREFIXES.get(prefix)
@@ -259,7 +262,8 @@ def _duplicates(stream: IO[bytes], suspects: dict[str, set[int]]) -> set[str]:
 def _outline_problems(fmt: Any, top_level: dict[str, str]) -> list[RuleViolation]:
     """The problems ``parse_bundle`` finds at a bundle's top level, in its words."""
     if fmt != schema.BUNDLE_FORMAT:
-        known = ", ".join(repr(f) for f in [schema.BUNDLE_FORMAT, *schema.FORMATS])
+        formats = [kind.format for kind in record_kinds]
+        known = ", ".join(repr(f) for f in [schema.BUNDLE_FORMAT, *formats])
         code = "document.format" if "format" in top_level else "document.missing_field"
         return [
             RuleViolation(
@@ -270,13 +274,13 @@ def _outline_problems(fmt: Any, top_level: dict[str, str]) -> list[RuleViolation
         ]
     problems = []
     for name in top_level:
-        if name != "format" and name not in schema.BUNDLE_LISTS:
+        if name != "format" and name not in _LISTS:
             problems.append(
                 RuleViolation(
                     "document.unknown_field", f"{name!r} is not a field of a bundle", name
                 )
             )
-    for name in schema.BUNDLE_LISTS:
+    for name in _LISTS:
         if name not in top_level:
             problems.append(
                 RuleViolation("document.missing_field", f"the field {name!r} is missing", name)

@@ -1,190 +1,19 @@
-"""Record → canonical document, and raw JSON → validated document."""
+"""Raw JSON → validated documents: one record's document, or a bundle of them.
+
+Every kind's document is checked against its declaration (``records/schema.py``), found
+through the registry of record kinds by its ``format``.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet
-
-from claimsdb.choices import SYMMETRIC_RELATIONS
 from claimsdb.limits import DOCUMENT_MAX_BYTES
-from claimsdb.models import (
-    Assessment,
-    AssessmentMethod,
-    Case,
-    EvidenceLink,
-    Relation,
-    ScopeRule,
-    Source,
-)
 
 from . import schema
-from .batched import CASE_FIELDS, case_documents
-from .canonical import json_number
 from .errors import RuleViolation, RuleViolations
-
-
-def case_queryset() -> QuerySet[Case]:
-    """Cases with everything their documents need, in a fixed number of queries."""
-    return Case.objects.prefetch_related(
-        "tags",
-        "claims",
-        Prefetch("claims__evidence", queryset=EvidenceLink.objects.select_related("source")),
-        Prefetch("assessments", queryset=Assessment.objects.select_related("method")),
-        "controls",
-        "unknowns",
-        "figures",
-        "attributions",
-        Prefetch("relations_out", queryset=Relation.objects.select_related("other")),
-        Prefetch("relations_in", queryset=Relation.objects.select_related("case")),
-        "reproduction_runs",
-    )
-
-
-def case_document(case: Case) -> dict[str, Any]:
-    relations = [
-        {"case": r.other.key, "kind": r.kind, "note": r.note} for r in case.relations_out.all()
-    ] + [
-        {"case": r.case.key, "kind": r.kind, "note": r.note}
-        for r in case.relations_in.all()
-        if r.kind in SYMMETRIC_RELATIONS
-    ]
-    relations.sort(key=lambda r: (r["case"], r["kind"]))
-    return {
-        "format": "claimsdb.case/1",
-        "key": case.key,
-        "title": case.title,
-        "status": case.status,
-        "summary": case.summary,
-        "scope_note": case.scope_note,
-        "account": case.account,
-        "basis": case.basis,
-        "limits": case.limits,
-        "tags": sorted(t.name for t in case.tags.all()),
-        "claims": [
-            {
-                "id": c.claim_id,
-                "statement": c.statement,
-                "status": c.status,
-                "status_note": c.status_note,
-                "basis": c.basis,
-                "origin": c.origin,
-                "evidence": [
-                    {"source": e.source.key, "relation": e.relation, "locator": e.locator}
-                    for e in c.evidence.all()
-                ],
-            }
-            for c in case.claims.all()
-        ],
-        "assessments": [
-            {
-                "method": a.method.key,
-                "assessed_on": a.assessed_on.isoformat(),
-                "assessor": a.assessor,
-                "values": dict(a.values),
-                "impact": a.impact,
-                "impact_ungraded_reason": a.impact_ungraded_reason,
-                "narrative": a.narrative,
-                "evidence_basis": {
-                    "claims": sorted(a.basis_claims),
-                    "sources": sorted(a.basis_sources),
-                },
-            }
-            for a in case.assessments.all()
-        ],
-        "controls": [{"kind": c.kind, "text": c.text} for c in case.controls.all()],
-        "unknowns": [{"kind": u.kind, "text": u.text} for u in case.unknowns.all()],
-        "figures": [
-            {
-                "id": f.figure_id,
-                "value": json_number(f.value),
-                "unit": f.unit,
-                "measure": f.measure,
-                "scope": f.scope,
-                "description": f.description,
-                "claims": list(f.claims),
-            }
-            for f in case.figures.all()
-        ],
-        "attributions": [
-            {"figure": a.figure_id, "role": a.role, "note": a.note} for a in case.attributions.all()
-        ],
-        "relations": relations,
-        "reproduction_runs": sorted(
-            (r.summary for r in case.reproduction_runs.all()), key=lambda s: s.get("run_id", "")
-        ),
-    }
-
-
-def source_document(source: Source) -> dict[str, Any]:
-    return {
-        "format": "claimsdb.source/1",
-        "key": source.key,
-        "title": source.title,
-        "kind": source.kind,
-        "publisher": source.publisher,
-        "url": source.url,
-        "published_on": source.published_on.isoformat() if source.published_on else None,
-        "accessed_on": source.accessed_on.isoformat() if source.accessed_on else None,
-        "reliability": source.reliability,
-        "notes": source.notes,
-        "status": source.status,
-    }
-
-
-def rule_document(rule: ScopeRule) -> dict[str, Any]:
-    return {
-        "format": "claimsdb.rule/1",
-        "key": rule.key,
-        "kind": rule.kind,
-        "status": rule.status,
-        "figure": rule.figure,
-        "case": rule.case,
-        "reason": rule.reason,
-    }
-
-
-def method_document(method: AssessmentMethod) -> dict[str, Any]:
-    return {
-        "format": "claimsdb.method/1",
-        "key": method.key,
-        "title": method.title,
-        "dimensions": method.dimensions,
-        "impact": method.impact,
-        "status": method.status,
-    }
-
-
-def record_document(kind: str, key: str) -> dict[str, Any] | None:
-    """The live document of one record, or None if it does not exist.
-
-    A case is built from plain rows (``case_documents``: the same document as
-    ``case_document``, in as many queries, without a model instance per row)."""
-    if kind == "case":
-        case = Case.objects.only(*CASE_FIELDS).filter(key=key).first()
-        return case_documents([case])[0] if case else None
-    if kind == "source":
-        source = Source.objects.filter(key=key).first()
-        return source_document(source) if source else None
-    if kind == "rule":
-        rule = ScopeRule.objects.filter(key=key).first()
-        return rule_document(rule) if rule else None
-    if kind == "method":
-        method = AssessmentMethod.objects.filter(key=key).first()
-        return method_document(method) if method else None
-    raise ValueError(f"unknown record kind {kind!r}")
-
-
-def bundle_document() -> dict[str, Any]:
-    """Everything in the knowledge base, as one bundle (lists sorted by key)."""
-    return {
-        "format": schema.BUNDLE_FORMAT,
-        "methods": [method_document(m) for m in AssessmentMethod.objects.order_by("key")],
-        "sources": [source_document(s) for s in Source.objects.order_by("key")],
-        "cases": [case_document(c) for c in case_queryset().order_by("key")],
-        "rules": [rule_document(r) for r in ScopeRule.objects.order_by("key")],
-    }
+from .kinds import record_kinds
 
 
 def loads(text: str | bytes) -> Any:
@@ -219,12 +48,12 @@ def parse_document(raw: Any, expected_kind: str | None = None) -> tuple[str, dic
             [RuleViolation("document.type", f"must be an object, not {schema.type_name(raw)}", "")]
         )
     fmt = raw.get("format")
-    kind = schema.FORMATS.get(fmt) if isinstance(fmt, str) else None
-    if kind is None or (expected_kind and kind != expected_kind):
+    kind = record_kinds.by_format(fmt) if isinstance(fmt, str) else None
+    if kind is None or (expected_kind and kind.name != expected_kind):
         wanted = (
-            [f for f, k in schema.FORMATS.items() if k == expected_kind]
+            [record_kinds.get(expected_kind).format]
             if expected_kind
-            else list(schema.FORMATS)
+            else [entry.format for entry in record_kinds]
         )
         path = "format" if "format" in raw else "format"
         code = "document.format" if "format" in raw else "document.missing_field"
@@ -252,10 +81,10 @@ def parse_document(raw: Any, expected_kind: str | None = None) -> tuple[str, dic
             ]
         )
     problems: list[RuleViolation] = []
-    document = schema.check(schema.SCHEMAS[kind], raw, "", problems)
+    document = schema.check(kind.schema, raw, "", problems)
     if problems:
         raise RuleViolations(problems)
-    return kind, document
+    return kind.name, document
 
 
 def document_size(raw: Any) -> int:
@@ -266,17 +95,20 @@ def document_size(raw: Any) -> int:
 
 def parse_bundle(raw: Any) -> dict[str, list[dict[str, Any]]]:
     """Validate a bundle, or a single record document treated as a bundle of one."""
-    if isinstance(raw, dict) and raw.get("format") in schema.FORMATS:
+    if isinstance(raw, dict) and record_kinds.by_format(raw.get("format")) is not None:
         kind, document = parse_document(raw)
-        lists = {name: [] for name in schema.BUNDLE_LISTS}
-        lists[kind + "s"].append(document)
+        lists: dict[str, list[dict[str, Any]]] = {
+            entry.plural: [] for entry in record_kinds.in_write_order()
+        }
+        lists[record_kinds.get(kind).plural].append(document)
         return lists
     if not isinstance(raw, dict):
         raise RuleViolations(
             [RuleViolation("document.type", f"must be an object, not {schema.type_name(raw)}", "")]
         )
     if raw.get("format") != schema.BUNDLE_FORMAT:
-        known = ", ".join(repr(f) for f in [schema.BUNDLE_FORMAT, *schema.FORMATS])
+        formats = [entry.format for entry in record_kinds]
+        known = ", ".join(repr(f) for f in [schema.BUNDLE_FORMAT, *formats])
         code = "document.format" if "format" in raw else "document.missing_field"
         raise RuleViolations(
             [
@@ -288,15 +120,16 @@ def parse_bundle(raw: Any) -> dict[str, list[dict[str, Any]]]:
             ]
         )
     problems: list[RuleViolation] = []
-    lists: dict[str, list[dict[str, Any]]] = {}
+    lists = {}
     for name in raw:
-        if name != "format" and name not in schema.BUNDLE_LISTS:
+        if name != "format" and record_kinds.by_plural(name) is None:
             problems.append(
                 RuleViolation(
                     "document.unknown_field", f"{name!r} is not a field of a bundle", name
                 )
             )
-    for name, kind in schema.BUNDLE_LISTS.items():
+    for entry in record_kinds.in_write_order():
+        name = entry.plural
         items = raw.get(name)
         if items is None:
             problems.append(
@@ -314,7 +147,7 @@ def parse_bundle(raw: Any) -> dict[str, list[dict[str, Any]]]:
         seen: set[str] = set()
         for index, item in enumerate(items):
             try:
-                _, document = parse_document(item, kind)
+                _, document = parse_document(item, entry.name)
             except RuleViolations as refused:
                 problems.extend(v.prefixed(f"{name}[{index}]") for v in refused.violations)
                 continue

@@ -195,20 +195,8 @@ METHOD = obj(
     status=Field("enum", values=tuple(choices.RecordStatus.values), optional_default="active"),
 )
 
-SCHEMAS: dict[str, Field] = {
-    "case": CASE,
-    "source": SOURCE,
-    "rule": RULE,
-    "method": METHOD,
-}
-FORMATS = {
-    "claimsdb.case/1": "case",
-    "claimsdb.source/1": "source",
-    "claimsdb.rule/1": "rule",
-    "claimsdb.method/1": "method",
-}
+# Each kind's declaration is named by its entry in the registry (records/kinds.py).
 BUNDLE_FORMAT = "claimsdb.bundle/1"
-BUNDLE_LISTS = {"methods": "method", "sources": "source", "cases": "case", "rules": "rule"}
 
 TYPE_NAMES = {
     "str": "a string",

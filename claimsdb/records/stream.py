@@ -14,15 +14,9 @@ from django.db import connections
 from django.db.models import F, Model, QuerySet
 from django.db.models.functions import Collate
 
-from claimsdb.models import AssessmentMethod, Case, ScopeRule, Source
-
-from .batched import CASE_FIELDS, case_documents
-from .documents import method_document, rule_document, source_document
+from .kinds import record_kinds
 
 BATCH_SIZE = 500
-
-# Bundle lists in the order of a sorted-key bundle file, with their record kind.
-BUNDLE_KINDS = {"cases": "case", "methods": "method", "rules": "rule", "sources": "source"}
 
 M = TypeVar("M", bound=Model)
 
@@ -106,31 +100,16 @@ def keyset_batches(
 def document_batches(kind: str, *, batch_size: int = BATCH_SIZE) -> Iterator[list[dict[str, Any]]]:
     """The live documents of every record of ``kind``, by key, a batch at a time.
 
-    A batch of cases is a fixed number of queries (the case rows and one per relation,
-    see ``case_documents``), whatever the batch's records hold.
+    A batch is a fixed number of queries (for cases, the case rows and one per table of
+    their contents, see ``records/batched.py``), whatever the batch's records hold.
     """
-    if kind == "case":
-        cases = Case.objects.only(*CASE_FIELDS)
-        for batch in keyset_batches(cases, batch_size=batch_size):
-            yield case_documents(batch)
-        return
-    model, to_document = {
-        "method": (AssessmentMethod, method_document),
-        "source": (Source, source_document),
-        "rule": (ScopeRule, rule_document),
-    }[kind]
-    for records in keyset_batches(model.objects.all(), batch_size=batch_size):
-        yield [to_document(record) for record in records]
+    entry = record_kinds.get(kind)
+    for rows in keyset_batches(entry.rows(), batch_size=batch_size):
+        yield entry.documents(rows)
 
 
 def record_count(kind: str) -> int:
-    model = {
-        "method": AssessmentMethod,
-        "source": Source,
-        "rule": ScopeRule,
-        "case": Case,
-    }[kind]
-    return model.objects.count()
+    return record_kinds.get(kind).model.objects.count()
 
 
 def in_key_order(batches: Iterable[list[dict[str, Any]]]) -> Iterator[list[dict[str, Any]]]:
@@ -154,13 +133,13 @@ def live_bundle_lists(
     """The lists of the working-state bundle as lazy streams of documents, by key: each
     list is read (and reported to ``progress``) only when it is consumed."""
     return {
-        name: reported_documents(
-            f"{name}",
-            lambda kind=kind: record_count(kind),
-            in_key_order(document_batches(kind, batch_size=batch_size)),
+        kind.plural: reported_documents(
+            kind.plural,
+            lambda kind=kind.name: record_count(kind),
+            in_key_order(document_batches(kind.name, batch_size=batch_size)),
             progress,
         )
-        for name, kind in BUNDLE_KINDS.items()
+        for kind in record_kinds.in_bundle_file_order()
     }
 
 

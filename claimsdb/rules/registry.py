@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from claimsdb.records.kinds import record_kinds
+
 from .codes import CODES
 
 if TYPE_CHECKING:
@@ -25,7 +27,8 @@ if TYPE_CHECKING:
 FieldRule = Callable[[dict[str, Any], "DocumentContext"], Iterable["RuleViolation"]]
 ScopeRuleCheck = Callable[["ScopeState"], Iterable["RuleViolation"]]
 
-FIELD_RULES: dict[str, list[FieldRule]] = {"case": [], "source": [], "rule": [], "method": []}
+# Every record kind's field rules, in the order they were registered.
+FIELD_RULES: dict[str, list[FieldRule]] = {kind.name: [] for kind in record_kinds}
 SCOPE_RULES: list[ScopeRuleCheck] = []
 
 

@@ -15,10 +15,11 @@ from django.db import connection, transaction
 
 from claimsdb.records import RuleViolation, RuleViolations, loads, parse_bundle, parse_document
 from claimsdb.records.bundle_stream import BundleOutline, iter_list, outline
-from claimsdb.records.schema import BUNDLE_LISTS
+from claimsdb.records.kinds import CASE, RecordKind, record_kinds
 
 from .ledger import lock_head
-from .writer import KIND_ROLE, RecordWrite, WriteOutcome, write_records
+from .permissions import RANK
+from .writer import RecordWrite, WriteOutcome, write_records
 
 BATCH_SIZE = 500
 # On PostgreSQL a load refreshes the statistics of claimsdb's tables once it has read this
@@ -35,15 +36,24 @@ def bundle_load(
     """
     lists = parse_bundle(bundle)
     writes = [
-        RecordWrite(kind=name[:-1], document=document, mode="upsert", path=f"{name}[{index}]")
-        for name in ("methods", "sources", "cases", "rules")
-        for index, document in enumerate(lists[name])
+        RecordWrite(
+            kind=kind.name, document=document, mode="upsert", path=f"{kind.plural}[{index}]"
+        )
+        for kind in record_kinds.in_write_order()
+        for index, document in enumerate(lists[kind.plural])
     ]
     if not writes:
         return []
-    kinds = {w.kind for w in writes}
-    role = "reviewer" if any(KIND_ROLE[k] == "reviewer" for k in kinds) else "analyst"
+    role = load_role({w.kind for w in writes})
     return write_records(user=user, writes=writes, summary=summary, material=material, role=role)
+
+
+def load_role(kinds: set[str]) -> str:
+    """The role a load of records of ``kinds`` needs, as one change: the most demanding of
+    their write roles (for a load of nothing, the least any kind needs)."""
+    if not kinds:
+        return min((kind.write_role for kind in record_kinds), key=RANK.__getitem__)
+    return max((record_kinds.get(kind).write_role for kind in kinds), key=RANK.__getitem__)
 
 
 OutcomeSink = Callable[[list[WriteOutcome]], None]
@@ -83,14 +93,13 @@ def bundle_load_file(
         if shape.problems:
             raise RuleViolations(shape.problems)
         # the whole file needs the role of its most demanding kind of record, as one change
-        kinds = {kind for name, kind in BUNDLE_LISTS.items() if shape.counts.get(name)}
-        role = "reviewer" if any(KIND_ROLE[k] == "reviewer" for k in kinds) else "analyst"
+        role = load_role({kind.name for kind in record_kinds if shape.counts.get(kind.plural)})
         loader = _BulkLoader(user, summary, material, role, on_outcomes)
         read, analyze_at = 0, ANALYZE_FROM
         with transaction.atomic():
             lock_head()
-            for name in BUNDLE_LISTS:
-                for batch in _batches(stream, name, shape, batch_size, loader.problems):
+            for kind in record_kinds.in_write_order():
+                for batch in _batches(stream, kind, shape, batch_size, loader.problems):
                     loader.write(batch)
                     read += len(batch)
                     if read >= analyze_at:
@@ -185,7 +194,7 @@ class _BatchWrite(RecordWrite):
 
 def _batches(
     stream: IO[bytes],
-    name: str,
+    kind: RecordKind,
     shape: BundleOutline,
     batch_size: int,
     problems: list[RuleViolation],
@@ -195,14 +204,15 @@ def _batches(
     A case whose group of linked cases is not complete yet is held until its last member
     has been read, so that the group is written in one batch.
     """
-    kind = BUNDLE_LISTS[name]
+    name = kind.plural
     batch: list[_BatchWrite] = []
     held: dict[int, list[_BatchWrite]] = {}
     missing: dict[int, int] = {}
     for index, raw in iter_list(stream, name):
         path = f"{name}[{index}]"
-        write = _parse(kind, raw, path, shape, problems)
-        if kind != "case":
+        write = _parse(kind.name, raw, path, shape, problems)
+        # linked cases go together (``BundleOutline.links``); other records one by one
+        if kind is not CASE:
             if write is not None:
                 write.group = (name, index)
                 batch.append(write)

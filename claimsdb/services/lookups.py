@@ -11,26 +11,14 @@ from typing import Any
 
 from django.db.models import Max
 
-from claimsdb.models import AssessmentMethod, Case, Revision, ScopeRule, Source
-from claimsdb.records import loads, method_document, rule_document, source_document
-from claimsdb.records.batched import CASE_FIELDS, case_documents
-
-_READERS = {
-    "source": (Source.objects.all, source_document),
-    "rule": (ScopeRule.objects.all, rule_document),
-    "method": (AssessmentMethod.objects.all, method_document),
-}
+from claimsdb.models import Revision
+from claimsdb.records import loads
+from claimsdb.records.kinds import record_kinds
 
 
 def record_documents(kind: str, keys: Collection[str]) -> dict[str, dict[str, Any]]:
     """The live documents of the records of one kind that exist among ``keys``."""
-    if not keys:
-        return {}
-    if kind == "case":  # from plain rows, a fixed number of queries (records/batched.py)
-        cases = list(Case.objects.filter(key__in=set(keys)).only(*CASE_FIELDS))
-        return {document["key"]: document for document in case_documents(cases)}
-    queryset, document = _READERS[kind]
-    return {record.key: document(record) for record in queryset().filter(key__in=set(keys))}
+    return record_kinds.get(kind).read(keys)
 
 
 def latest_revisions(kind: str, keys: Collection[str]) -> dict[str, Revision]:

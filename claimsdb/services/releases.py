@@ -5,10 +5,11 @@ for every record the public can see, so the latest release alone answers "what i
 Each entry points at the revision the public sees and says how it changed against the
 previous release:
 
-* a publishable record — a case whose status is ``ready``; a source, scope rule or
-  assessment method whose status is ``active`` (they have no review step, so being active
-  is their "ready") — is published at its latest revision: ``new`` if it was never
-  released, ``updated`` if the public saw an older revision, ``unchanged`` otherwise;
+* a publishable record — one in its kind's ``published_status`` (records/kinds.py): a
+  case whose status is ``ready``; a source, scope rule or assessment method whose status
+  is ``active`` (they have no review step, so being active is their "ready") — is
+  published at its latest revision: ``new`` if it was never released, ``updated`` if the
+  public saw an older revision, ``unchanged`` otherwise;
 * a withdrawn record that was released before is published at its latest (withdrawal)
   revision: ``withdrawn`` the first time, ``updated``/``unchanged`` afterwards. A record
   withdrawn before it was ever released stays out of releases;
@@ -41,29 +42,21 @@ from django.utils import timezone
 
 from claimsdb import release_facets
 from claimsdb.models import (
-    AssessmentMethod,
-    Case,
     Release,
     ReleaseChange,
     ReleasedRevision,
     ReleasedTerm,
     ReleaseEntry,
     Revision,
-    ScopeRule,
-    Source,
 )
 from claimsdb.records import RuleViolation, RuleViolations
+from claimsdb.records.kinds import record_kinds
 
 from . import search_index
 from .ledger import lock_head
 from .permissions import require_role
 
-# The statuses a record is published in. Sources, rules and methods have no review step.
-PUBLISHABLE = {"case": "ready", "source": "active", "rule": "active", "method": "active"}
 WITHDRAWN = "withdrawn"
-STATUS_MODELS = {"case": Case, "source": Source, "rule": ScopeRule, "method": AssessmentMethod}
-# The order in which entries are listed: what readers care about first.
-KIND_ORDER = {"case": 0, "source": 1, "rule": 2, "method": 3}
 # Records planned and written per batch: bounds memory, and IN (...) lists stay well under
 # every database's parameter limit.
 BATCH_SIZE = 500
@@ -276,18 +269,18 @@ class _Released:
 
 def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
     """The entries of the release following ``previous``, ``BATCH_SIZE`` records at a time,
-    kind by kind (``KIND_ORDER``) and by key: three queries per batch.
+    kind by kind in listing order (``record_kinds``) and by key: three queries per batch.
 
     The records are walked through their rows (keyset over the unique key index: records
     are never deleted, so every record with revisions or a previous entry has one), and
     ``previous``'s entries are taken in the same key range, so each record is met once.
     """
-    for kind in KIND_ORDER:
+    for record_kind in record_kinds:
+        kind = record_kind.name
         after = ""
         while True:
             rows = list(
-                STATUS_MODELS[kind]
-                .objects.filter(key__gt=after)
+                record_kind.model.objects.filter(key__gt=after)
                 .order_by("key")
                 .values_list("key", "status")[:BATCH_SIZE]
             )
@@ -388,7 +381,7 @@ def _plan_entry(
             withdrawn=released.withdrawn,
         )
 
-    publishable = status == PUBLISHABLE[kind]
+    publishable = status == record_kinds.get(kind).published_status
     if latest is None or not (publishable or status == WITHDRAWN):
         # a draft or a record in review: the public keeps what it saw, if anything
         return keep() if released else None

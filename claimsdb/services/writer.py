@@ -27,6 +27,7 @@ from claimsdb.records import (
     record_date,
     sha256_text,
 )
+from claimsdb.records.kinds import record_kinds
 from claimsdb.rules import ScopeState, run_field_rules, run_scope_rules
 from claimsdb.rules.context import CaseContextRequest, DocumentContext
 from claimsdb.rules.context import case_contexts as load_case_contexts
@@ -36,9 +37,6 @@ from claimsdb.rules.scoped import affected_cases, load_scoped
 from . import apply, lookups
 from .ledger import RevisionChain, lock_head
 from .permissions import has_role, require_role
-
-KIND_ORDER = {"method": 0, "source": 1, "case": 2, "rule": 3}
-KIND_ROLE = {"case": "analyst", "source": "analyst", "rule": "reviewer", "method": "reviewer"}
 
 
 @dataclass
@@ -105,7 +103,7 @@ def write_records(
     # role, the summary and the order of the writes depend on the request alone, so a
     # refused request never waits for the lock (docs/write-path.md).
     for kind in {w.kind for w in writes}:
-        require_role(user, role or KIND_ROLE[kind], f"changing a {kind}")
+        require_role(user, role or record_kinds.get(kind).write_role, f"changing a {kind}")
     if not summary:
         raise RuleViolations(
             [
@@ -116,7 +114,7 @@ def write_records(
                 )
             ]
         )
-    writes = sorted(writes, key=lambda w: KIND_ORDER[w.kind])
+    writes = sorted(writes, key=lambda w: record_kinds.get(w.kind).write_rank)
     with transaction.atomic():
         head = lock_head()
         previous = _check_existence_and_staleness(writes)

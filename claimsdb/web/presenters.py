@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from claimsdb import choices, public, selectors
 from claimsdb.models import AssessmentMethod, Release, Revision
+from claimsdb.records.kinds import record_kinds
 
 from .markdown import render_markdown
 from .repro import runs_by_claim
@@ -307,7 +308,7 @@ def material_history_rows(
             "author": "" if released else entry["author"],
             "changed_text": changed_text(entry["changed"]),
             "record_dated": record_dated(entry["dated_on"], entry["created_at"]),
-            "url": public.revision_path(kind, key, entry["revision"])
+            "url": record_kinds.get(kind).revision_path(key, entry["revision"])
             if entry["published"] or not released
             else "",
         }
@@ -329,7 +330,7 @@ def revision_rows(
         rows.append(
             {
                 "revision": revision.number,
-                "url": public.revision_path(kind, key, revision.number),
+                "url": record_kinds.get(kind).revision_path(key, revision.number),
                 "action": revision.action,
                 "action_label": label("revision_action", revision.action),
                 "material": revision.material,
@@ -338,7 +339,7 @@ def revision_rows(
                 "changed_text": changed_text(revision.changed),
                 "created_at": revision.created_at,
                 "record_dated": record_dated(revision.dated_on, revision.created_at),
-                "diff_url": public.diff_path(kind, key, previous.number, revision.number)
+                "diff_url": record_kinds.get(kind).diff_path(key, previous.number, revision.number)
                 if previous
                 else "",
                 "diff_label": f"Changes from revision {previous.number}" if previous else "",

@@ -20,9 +20,10 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils.feedgenerator import Atom1Feed
 
-from claimsdb import choices, citation, public, selectors
+from claimsdb import access, choices, citation, http_caching, public, selectors
 from claimsdb.models import Release, ReleaseChange, ReleaseEntry, Revision
 from claimsdb.records import PermissionDenied, RuleViolations
+from claimsdb.records.kinds import record_kinds
 from claimsdb.services.permissions import has_role
 from claimsdb.services.releases import PlannedEntry, release_plan, release_publish
 
@@ -98,7 +99,7 @@ def release_detail(request: HttpRequest, number: int) -> HttpResponse:
             "unchanged": [_entry_row(e, "", e.revision.number) for e in unchanged.items],
             "unchanged_open": "unchanged_page" in request.GET,
             "bundle_url": f"/api/v1/releases/{release.number}/bundle.json",
-            "show_publisher": public.may_read_working_state(request.user),
+            "show_publisher": access.may_read_working_state(request.user),
         },
     )
 
@@ -121,10 +122,10 @@ def _change_row(
         "change": change,
         "revision": number,
         "previous_revision": previous,
-        "record_url": public.record_path(kind, key),
-        "revision_url": public.revision_path(kind, key, number),
+        "record_url": record_kinds.get(kind).record_path(key),
+        "revision_url": record_kinds.get(kind).revision_path(key, number),
         "diff_url": (
-            public.diff_path(kind, key, previous, number)
+            record_kinds.get(kind).diff_path(key, previous, number)
             if previous is not None and previous != number
             else ""
         ),
@@ -232,7 +233,7 @@ class FeedRecord:
 
     @property
     def revision_url(self) -> str:
-        return public.revision_path(self.kind, self.key, self.revision)
+        return record_kinds.get(self.kind).revision_path(self.key, self.revision)
 
     @property
     def name(self) -> str:
@@ -382,7 +383,7 @@ class CaseFeed(AbsoluteFeed):
         return f"claimsdb: case {obj['key']}" + (f" — {latest}" if latest else "")
 
     def link(self, obj: dict) -> str:
-        return public.record_path("case", obj["key"])
+        return record_kinds.get("case").record_path(obj["key"])
 
     def subtitle(self, obj: dict) -> str:
         return f"The releases that published a new revision of case {obj['key']}."
@@ -403,9 +404,9 @@ class CaseFeed(AbsoluteFeed):
                 "key": key,
                 "notes": item.release.notes,
                 "release_url": root + release_path(item.release.number),
-                "revision_url": root + public.revision_path("case", key, item.revision),
+                "revision_url": root + record_kinds.get("case").revision_path(key, item.revision),
                 "diff_url": (
-                    root + public.diff_path("case", key, previous, item.revision)
+                    root + record_kinds.get("case").diff_path(key, previous, item.revision)
                     if previous is not None
                     else ""
                 ),
@@ -413,7 +414,7 @@ class CaseFeed(AbsoluteFeed):
         )
 
     def item_link(self, item: CaseFeedEntry) -> str:
-        return public.revision_path("case", item.key, item.revision)
+        return record_kinds.get("case").revision_path(item.key, item.revision)
 
     def item_guid(self, item: CaseFeedEntry) -> str:
         return f"{item.root}{release_path(item.release.number)}#case-{item.key}"
@@ -443,11 +444,11 @@ def record_citation(request: HttpRequest, kind: str, key: str, fmt: str) -> Http
         revision = Revision.objects.filter(
             record_kind=kind, record_key=key, number=int(requested)
         ).first()
-        if revision is None or not public.may_see_revision(
+        if revision is None or not access.may_see_revision(
             request.user, kind, key, revision.number
         ):
             raise Http404(f"no visible revision {requested} of {kind} {key}")
-    elif public.may_read_working_state(request.user):
+    elif access.may_read_working_state(request.user):
         revision = (
             Revision.objects.filter(record_kind=kind, record_key=key).order_by("-number").first()
         )
@@ -462,5 +463,5 @@ def record_citation(request: HttpRequest, kind: str, key: str, fmt: str) -> Http
     filename = f"{citation.citation_key(document, revision)}.{fmt}"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     if requested:
-        public.immutable_headers(response, revision.number, request=request)
+        http_caching.immutable_headers(response, revision.number, request=request)
     return response

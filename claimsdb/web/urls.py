@@ -2,42 +2,47 @@
 
 from django.urls import path
 
+from claimsdb.records.kinds import CASE, METHOD, RULE, SOURCE, RecordKind
+
 from .views import case_edit, lists, reading, records
 
 
-def history_routes(prefix: str, kind: str, converter: str = "str") -> list:
-    """History, one revision, a diff and a revert for one kind of record."""
-    key = f"<{converter}:key>"
+def history_routes(record_kind: RecordKind) -> list:
+    """History, one revision, a diff and a revert for one kind of record: under its URL
+    segment, named after it (``case-history``), its keys matched as paths if they hold
+    slashes."""
+    prefix, kind = record_kind.plural, record_kind.name
+    key = "<path:key>" if record_kind.keys_hold_slashes else "<str:key>"
     return [
         path(
             f"{prefix}/{key}/history/",
             reading.record_history,
             {"kind": kind},
-            name=f"{kind}-history",
+            name=record_kind.url_name("history"),
         ),
         path(
             f"{prefix}/{key}/revisions/<int:number>/revert/",
             reading.revision_revert_page,
             {"kind": kind},
-            name=f"{kind}-revert",
+            name=record_kind.url_name("revert"),
         ),
         path(
             f"{prefix}/{key}/revisions/<int:number>/",
             reading.record_revision,
             {"kind": kind},
-            name=f"{kind}-revision",
+            name=record_kind.url_name("revision"),
         ),
         path(
             f"{prefix}/{key}/diff/<int:a>/<int:b>/",
             reading.record_diff,
             {"kind": kind},
-            name=f"{kind}-diff",
+            name=record_kind.url_name("diff"),
         ),
         path(
             f"{prefix}/{key}/diff/",
             reading.record_diff_form,
             {"kind": kind},
-            name=f"{kind}-diff-form",
+            name=record_kind.url_name("diff-form"),
         ),
     ]
 
@@ -99,24 +104,24 @@ urlpatterns = [
     path(
         "cases/<str:key>/unknowns/edit/", case_edit.UnknownsEditView.as_view(), name="unknowns-edit"
     ),
-    *history_routes("cases", "case"),
+    *history_routes(CASE),
     # sources
     path("sources/", records.source_list, name="source-list"),
     path("sources/new/", records.SourceCreateView.as_view(), name="source-new"),
     path("sources/<str:key>/", records.source_detail, name="source-detail"),
     path("sources/<str:key>/edit/", records.SourceEditView.as_view(), name="source-edit"),
-    *history_routes("sources", "source"),
+    *history_routes(SOURCE),
     # scope rules
     path("rules/", records.rule_list, name="rule-list"),
     path("rules/new/", records.RuleCreateView.as_view(), name="rule-new"),
     path("rules/<str:key>/", records.rule_detail, name="rule-detail"),
     path("rules/<str:key>/edit/", records.RuleEditView.as_view(), name="rule-edit"),
-    *history_routes("rules", "rule"),
+    *history_routes(RULE),
     # assessment methods: keys hold a slash (diggingbeagle.assessment/1), so the more
     # specific routes come before the record page
     path("methods/", records.method_list, name="method-list"),
     path("methods/new/", records.MethodCreateView.as_view(), name="method-new"),
-    *history_routes("methods", "method", converter="path"),
+    *history_routes(METHOD),
     path("methods/<path:key>/edit/", records.MethodEditView.as_view(), name="method-edit"),
     path("methods/<path:key>/", records.method_detail, name="method-detail"),
 ]

@@ -5,7 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 from claimsdb.models import ReleaseChange
 from claimsdb.public import release_counts
 from claimsdb.records import PermissionDenied, RuleViolations
-from claimsdb.services.releases import KIND_ORDER, latest_release, planned_entries, release_publish
+from claimsdb.records.kinds import record_kinds
+from claimsdb.services.releases import latest_release, planned_entries, release_publish
 
 from ._common import acting_user
 
@@ -40,7 +41,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"  {violation}")
             raise CommandError("the release was refused; nothing written") from exc
         self._summary(f"published release {release.number}", release_counts(release))
-        for kind in KIND_ORDER:
+        for kind in record_kinds.names():  # in listing order, as the release lists them
             rows = (
                 release.entries.filter(record_kind=kind)
                 .exclude(change=ReleaseChange.UNCHANGED)

@@ -8,7 +8,8 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
-from claimsdb import choices, public, selectors
+from claimsdb import choices, http_caching, public, selectors
+from claimsdb.access import VisibleRevision
 from claimsdb.citation import citation_block
 from claimsdb.records import (
     RuleViolations,
@@ -17,17 +18,17 @@ from claimsdb.records import (
     loads,
     record_document,
 )
+from claimsdb.records.kinds import record_kinds
 from claimsdb.services import revert_document, revision_revert
 
 from ..access import (
     SignInRequired,
-    VisibleRevision,
+    document_or_404,
     reader_page,
     reads_released,
     request_has_role,
     require_visible_record,
-    visible_document,
-    visible_revision,
+    revision_or_404,
 )
 from ..diffs import document_changes, revert_effects
 from ..editing import simple_service_call
@@ -36,25 +37,17 @@ from ..pagination import paginate
 from ..presenters import case_page, material_history_rows, revision_rows, source_view
 
 RECORD_LABELS = dict(choices.RecordKind.choices)
-# The URL name of each record kind's page, and the argument that names the record.
-RECORD_PAGES = {
-    "case": "case-detail",
-    "source": "source-detail",
-    "rule": "rule-detail",
-    "method": "method-detail",
-}
 RECORD_PAGE_HISTORY = 50
 
 
 def record_url(kind: str, key: str, page: str = "detail", *args) -> str:
-    prefix = {"case": "case", "source": "source", "rule": "rule", "method": "method"}[kind]
-    return reverse(f"{prefix}-{page}", args=[key, *args])
+    return reverse(record_kinds.get(kind).url_name(page), args=[key, *args])
 
 
 def case_detail(request: HttpRequest, key: str) -> HttpResponse:
     """The record page, sections in the seed's order: the working state, or the released
     revision for the public."""
-    visible = visible_document(request, "case", key)
+    visible = document_or_404(request, "case", key)
     history = public.material_history("case", key, public=visible.released)
     page = case_page(
         visible.document,
@@ -84,28 +77,28 @@ def _citation(request, kind: str, key: str, document: dict, number: int | None):
 
 def case_record_json(request: HttpRequest, key: str) -> HttpResponse:
     """ "Inspect the record": the canonical document this user sees."""
-    visible = visible_document(request, "case", key)
+    visible = document_or_404(request, "case", key)
     response = HttpResponse(
         dumps_pretty(visible.document), content_type="application/json; charset=utf-8"
     )
     if visible.revision is not None:
-        response["ETag"] = public.revision_etag(visible.revision)
+        response["ETag"] = http_caching.revision_etag(visible.revision)
     return response
 
 
 def case_revision_json(request: HttpRequest, key: str, number: int) -> HttpResponse:
     """A past revision's canonical document, as the ledger holds it (for the public, a
     released one, cacheable for ever)."""
-    visible = visible_revision(request, "case", key, number)
-    not_modified = public.released_not_modified(request, number)
+    visible = revision_or_404(request, "case", key, number)
+    not_modified = http_caching.released_not_modified(request, number)
     if not_modified is not None:
         return not_modified
     response = HttpResponse(
         dumps_pretty(loads(visible.revision.snapshot)),
         content_type="application/json; charset=utf-8",
     )
-    response["ETag"] = public.revision_etag(number)
-    public.immutable_headers(response, number, request=request)
+    response["ETag"] = http_caching.revision_etag(number)
+    http_caching.immutable_headers(response, number, request=request)
     return response
 
 
@@ -172,12 +165,12 @@ def record_revision(request: HttpRequest, key: str, number: int, kind: str = "ca
     """One revision as it was: a case rendered like its record page, other records as fields.
 
     A released revision's page never changes: for the public it is cacheable for ever."""
-    visible = visible_revision(request, kind, key, number)
-    not_modified = public.released_not_modified(request, number)
+    visible = revision_or_404(request, kind, key, number)
+    not_modified = http_caching.released_not_modified(request, number)
     if not_modified is not None:
         return not_modified
     response = _render_revision(request, kind, key, visible)
-    public.immutable_headers(response, number, request=request)
+    http_caching.immutable_headers(response, number, request=request)
     return response
 
 
@@ -261,7 +254,7 @@ def revision_revert_view(request: HttpRequest, key: str, number: int, kind: str 
         raise SignInRequired
     if not request_has_role(request, "reviewer"):
         raise PermissionDenied("reverting needs the reviewer role")
-    visible = visible_revision(request, kind, key, number)
+    visible = revision_or_404(request, kind, key, number)
     if request.method != "POST":
         return _render_revert(request, kind, key, visible)
     form = RevertForm(request.POST)
@@ -380,8 +373,8 @@ revision_revert_page = reader_page(revision_revert_view)
 def record_diff(request: HttpRequest, key: str, a: int, b: int, kind: str = "case"):
     """What changed between two revisions of one record, field by field (for the public,
     between two released revisions)."""
-    old = visible_revision(request, kind, key, a)
-    new = visible_revision(request, kind, key, b)
+    old = revision_or_404(request, kind, key, a)
+    new = revision_or_404(request, kind, key, b)
     rows = document_changes(loads(old.revision.snapshot), loads(new.revision.snapshot))
     return render(
         request,

@@ -8,9 +8,10 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from claimsdb import choices, public, selectors
+from claimsdb.access import VisibleDocument
 
 from .. import stash
-from ..access import VisibleRecord, reads_released, request_has_role, visible_document
+from ..access import document_or_404, reads_released, request_has_role
 from ..editing import RecordEditView
 from ..forms import (
     MethodForm,
@@ -33,7 +34,7 @@ SOURCE_FIELDS = tuple(SourceForm.base_fields)
 DETAIL_HISTORY = 10
 
 
-def record_history_context(visible: VisibleRecord, kind: str, key: str) -> dict:
+def record_history_context(visible: VisibleDocument, kind: str, key: str) -> dict:
     """The History section of a source, rule or method page: its latest revisions, or for
     the public its material revisions up to the released one (published ones linked)."""
     if visible.released:
@@ -89,7 +90,7 @@ def source_list(request: HttpRequest) -> HttpResponse:
 
 
 def source_detail(request: HttpRequest, key: str) -> HttpResponse:
-    visible = visible_document(request, "source", key)
+    visible = document_or_404(request, "source", key)
     if visible.released:
         citations = public.released_citations(key)
     else:
@@ -219,7 +220,7 @@ def rule_list(request: HttpRequest) -> HttpResponse:
 
 
 def rule_detail(request: HttpRequest, key: str) -> HttpResponse:
-    visible = visible_document(request, "rule", key)
+    visible = document_or_404(request, "rule", key)
     wanted = [visible.document["figure"]]
     if visible.released:
         figures = public.released_figures(wanted)
@@ -311,7 +312,7 @@ def method_list(request: HttpRequest) -> HttpResponse:
 
 
 def method_detail(request: HttpRequest, key: str) -> HttpResponse:
-    visible = visible_document(request, "method", key)
+    visible = document_or_404(request, "method", key)
     impact = visible.document["impact"]
     scale = [
         (n, impact.get("labels", {}).get(str(n), ""))
