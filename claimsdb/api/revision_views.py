@@ -41,7 +41,7 @@ from .common import (
     RevisionFeedPagination,
     StableOrderingFilter,
     etag_headers,
-    guarded_write,
+    expected_revision,
     int_param,
     not_modified,
     write_params,
@@ -303,10 +303,10 @@ class CaseRevertView(RefuseNul, APIView):
             raise RecordNotFound("case", key)
         number = body.validated_data["revision"]
         _revision_of_case(request.user, key, number, "revision")
-
-        def write(expected):
-            return revision_revert(
-                user=request.user, number=number, expected_revision=expected, **params
-            )
-
-        return written(guarded_write(request, "case", key, write))
+        outcome = revision_revert(
+            user=request.user,
+            number=number,
+            expected_revision=expected_revision(request, "case", key),
+            **params,
+        )
+        return written(outcome)

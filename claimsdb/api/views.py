@@ -8,6 +8,7 @@ outcome into a response; the services' refusals become errors in
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,22 +27,20 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from claimsdb.public import ReleasedRecords
-from claimsdb.records import (
-    RecordExists,
-    RecordNotFound,
-    RuleViolation,
-    RuleViolations,
-    StaleRevision,
-)
+from claimsdb.records import RecordNotFound, RuleViolations
 from claimsdb.selectors import latest_revision_number, page_keys, rows_in_order
 from claimsdb.services import (
+    ClaimRefused,
     claim_add,
+    claim_patch,
     claim_update,
     claim_withdraw,
     record_create,
+    record_patch,
     record_update,
     record_withdraw,
 )
+from claimsdb.services.claims import claim_case_key
 from claimsdb.services.writer import KIND_ROLE, WriteOutcome
 
 from . import filters, openapi
@@ -53,9 +52,8 @@ from .common import (
     RefuseNul,
     StableOrderingFilter,
     etag_headers,
-    guarded_write,
+    expected_revision,
     int_param,
-    merge_patch,
     not_modified,
     write_params,
 )
@@ -163,48 +161,38 @@ class RecordDetailView(RefuseNul, APIView):
 
     def put(self, request: Request, key: str) -> Response:
         params = write_params(request)
-        document = request.data
-
-        def write(expected):
-            return record_update(
-                user=request.user,
-                kind=self.kind,
-                key=key,
-                document=document,
-                expected_revision=expected,
-                **params,
-            )
-
-        return written(guarded_write(request, self.kind, key, write, required=True))
+        outcome = record_update(
+            user=request.user,
+            kind=self.kind,
+            key=key,
+            document=request.data,
+            expected_revision=expected_revision(request, self.kind, key, required=True),
+            **params,
+        )
+        return written(outcome)
 
     def patch(self, request: Request, key: str) -> Response:
         params = write_params(request)
-        patch = request.data
-
-        def write(expected):
-            current = visible_document(request.user, self.kind, key)
-            if current is None:
-                raise RecordNotFound(self.kind, key)
-            return record_update(
-                user=request.user,
-                kind=self.kind,
-                key=key,
-                document=merge_patch(current.document, patch),
-                expected_revision=expected,
-                **params,
-            )
-
-        return written(guarded_write(request, self.kind, key, write))
+        outcome = record_patch(
+            user=request.user,
+            kind=self.kind,
+            key=key,
+            patch=request.data,
+            expected_revision=expected_revision(request, self.kind, key),
+            **params,
+        )
+        return written(outcome)
 
     def delete(self, request: Request, key: str) -> Response:
         params = write_params(request)
-
-        def write(expected):
-            return record_withdraw(
-                user=request.user, kind=self.kind, key=key, expected_revision=expected, **params
-            )
-
-        return written(guarded_write(request, self.kind, key, write))
+        outcome = record_withdraw(
+            user=request.user,
+            kind=self.kind,
+            key=key,
+            expected_revision=expected_revision(request, self.kind, key),
+            **params,
+        )
+        return written(outcome)
 
 
 def _record_views(kind: str, filterset_class, ordering_fields: list[str]):
@@ -359,35 +347,13 @@ MethodListView, MethodDetailView = _record_views(
 
 
 @contextmanager
-def claim_paths(case_key: str, index: int):
-    """Make the paths of violations point into the claim sent rather than into its case.
-
-    ``claims[3].evidence`` becomes ``evidence`` when claim 3 is the one written; a problem
-    elsewhere in the case keeps its path and names the case as its ``record``.
-    """
+def claim_paths() -> Iterator[None]:
+    """Make the paths of a claim write's violations point into the claim sent rather than
+    into its case (``evidence``, not ``claims[3].evidence``; ``ClaimRefused``)."""
     try:
         yield
-    except (StaleRevision, RecordExists):
-        raise
-    except RuleViolations as refused:
-        prefix = f"claims[{index}]"
-        rebased = []
-        for violation in refused.violations:
-            path = violation.path
-            if violation.record:
-                rebased.append(violation)
-            elif path == prefix:
-                rebased.append(RuleViolation(violation.code, violation.message, ""))
-            elif path.startswith(prefix + "."):
-                rebased.append(
-                    RuleViolation(violation.code, violation.message, path[len(prefix) + 1 :])
-                )
-            else:
-                rebased.append(
-                    RuleViolation(violation.code, violation.message, path, f"case {case_key}")
-                )
-        refused.violations = rebased
-        raise
+    except ClaimRefused as refused:
+        raise RuleViolations(refused.seen_from_the_claim()) from None
 
 
 def claim_url(claim_id: str) -> str:
@@ -475,24 +441,16 @@ class CaseClaimsView(RefuseNul, APIView):
         claim = request.data
         raw_position = request.query_params.get("position")
         position = None if raw_position in (None, "") else int_param(raw_position, "position")
-
-        def write(expected):
-            current = visible_document(request.user, "case", key)
-            if current is None:
-                raise RecordNotFound("case", key)
-            count = len(current.document["claims"])
-            index = count if position is None else min(position, count)
-            with claim_paths(key, index):
-                return claim_add(
-                    user=request.user,
-                    case_key=key,
-                    claim=claim,
-                    position=position,
-                    expected_revision=expected,
-                    **params,
-                )
-
-        outcome = guarded_write(request, "case", key, write)
+        expected = expected_revision(request, "case", key)
+        with claim_paths():
+            outcome = claim_add(
+                user=request.user,
+                case_key=key,
+                claim=claim,
+                position=position,
+                expected_revision=expected,
+                **params,
+            )
         claim_id = claim.get("id") if isinstance(claim, dict) else None
         location = request.build_absolute_uri(claim_url(claim_id))
         return written(
@@ -516,17 +474,11 @@ class ClaimDetailView(RefuseNul, APIView):
         return found
 
     def _write(self, request: Request, claim_id: str, service, *, required: bool = False):
-        """Run one claim service on the claim's case, guarded by the case's revision."""
-        case_key = self._claim(request, claim_id).case.key
-
-        def write(expected):
-            found = self._claim(request, claim_id)
-            with claim_paths(case_key, found.index):
-                return service(found, expected)
-
-        outcome = guarded_write(
-            request, "case", case_key, write, required=required, label=f"case {case_key}"
-        )
+        """Run one claim service, guarded by its case's revision (If-Match)."""
+        case_key = claim_case_key(claim_id)
+        expected = expected_revision(request, "case", case_key, required=required)
+        with claim_paths():
+            outcome = service(expected)
         return written(
             outcome, body=claim_of(outcome.document, claim_id), headers=self._up(case_key)
         )
@@ -586,7 +538,7 @@ class ClaimDetailView(RefuseNul, APIView):
         return self._write(
             request,
             claim_id,
-            lambda found, expected: claim_update(
+            lambda expected: claim_update(
                 user=request.user,
                 claim_id=claim_id,
                 claim=claim,
@@ -625,10 +577,10 @@ class ClaimDetailView(RefuseNul, APIView):
         return self._write(
             request,
             claim_id,
-            lambda found, expected: claim_update(
+            lambda expected: claim_patch(
                 user=request.user,
                 claim_id=claim_id,
-                claim=merge_patch(found.claim, patch),
+                patch=patch,
                 expected_revision=expected,
                 **params,
             ),
@@ -657,7 +609,7 @@ class ClaimDetailView(RefuseNul, APIView):
         return self._write(
             request,
             claim_id,
-            lambda found, expected: claim_withdraw(
+            lambda expected: claim_withdraw(
                 user=request.user, claim_id=claim_id, expected_revision=expected, **params
             ),
         )
