@@ -293,10 +293,10 @@ class RecordEditView(View):
                 material=save["material"],
             )
         return record_update(
-            kind=self.kind, key=self.record_key(), document=document, **self.change(save)
+            kind=self.kind, key=self.record_key(), document=document, **self.service_arguments(save)
         )
 
-    def change(self, save: dict[str, Any]) -> dict[str, Any]:
+    def service_arguments(self, save: dict[str, Any]) -> dict[str, Any]:
         """What every service call of a save is given: the user, the summary and whether the
         change is material, and the revision the form was opened on (a save based on an
         older one is refused as stale, and shown as a conflict)."""

@@ -171,8 +171,10 @@ class ClaimEditView(RecordEditView):
     def write(self, section, placer, save) -> WriteOutcome:
         claim = self.claim_from(section, placer, self.claim_index(self.document))
         if self.claim_id is None:
-            return claim_add(case_key=self.record_key(), claim=claim, **self.change(save))
-        return claim_update(claim_id=self.claim_id, claim=claim, **self.change(save))
+            return claim_add(
+                case_key=self.record_key(), claim=claim, **self.service_arguments(save)
+            )
+        return claim_update(claim_id=self.claim_id, claim=claim, **self.service_arguments(save))
 
     def claim_from(self, section, placer: ViolationPlacer, index: int) -> dict[str, Any]:
         """The claim as the forms give it; its violations are placed on them (the claim is
@@ -257,7 +259,7 @@ class ClaimMoveView(ClaimsArrangeView):
         if claim_id not in {claim["id"] for claim in self.document["claims"]}:
             raise Http404(f"no claim {claim_id}")
         offset = -1 if self.request.POST.get("direction") == "up" else 1
-        return claim_move(claim_id=claim_id, offset=offset, **self.change(save))
+        return claim_move(claim_id=claim_id, offset=offset, **self.service_arguments(save))
 
 
 class ClaimWithdrawView(RecordEditView):
@@ -296,7 +298,7 @@ class ClaimWithdrawView(RecordEditView):
         return claim_withdraw(
             claim_id=self.kwargs["claim_id"],
             reason=form.cleaned_data["reason"],
-            **self.change(save),
+            **self.service_arguments(save),
         )
 
     def success_url(self, document):
