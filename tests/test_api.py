@@ -20,6 +20,7 @@ from claimsdb.models import Revision
 from claimsdb.records import bundle_document, dumps_compact, record_document
 from claimsdb.services import bundle_load, case_update, record_create
 
+from .concurrent_writes import limits_set_by, meddle
 from .conftest import case_doc, load_seed_bundle, make_user
 
 pytestmark = pytest.mark.django_db
@@ -547,6 +548,30 @@ def test_patch_honours_if_match(analyst_client):
     assert state() == before
     current = write(analyst_client, "PATCH", CASE, {"title": "x"}, if_match=etag())
     assert current.status_code == 200
+
+
+def test_a_write_landing_between_the_read_and_the_write_of_a_patch_is_kept(
+    analyst_client, reviewer, monkeypatch
+):
+    reads = meddle(monkeypatch, limits_set_by(reviewer, "Theirs"))
+    response = write(analyst_client, "PATCH", CASE, {"title": "Mine"})
+    assert response.status_code == 200
+    assert len(reads) == 2  # refused as stale once, then applied to their revision
+    assert (body(response)["title"], body(response)["limits"]) == ("Mine", "Theirs 1")
+    assert response["ETag"] == etag()
+
+
+def test_a_patch_with_if_match_is_refused_when_a_write_lands_in_between(
+    analyst_client, reviewer, monkeypatch
+):
+    based_on = etag()
+    reads = meddle(monkeypatch, limits_set_by(reviewer, "Theirs"))
+    response = write(analyst_client, "PATCH", CASE, {"title": "Mine"}, if_match=based_on)
+    assert response.status_code == 412
+    assert problems(response) == [("revision.stale", "")]
+    assert len(reads) == 1
+    document = record_document("case", "CP22-003")
+    assert document["title"] != "Mine" and document["limits"] == "Theirs 1"
 
 
 def test_patch_that_changes_nothing_keeps_the_etag(analyst_client):
@@ -1328,7 +1353,7 @@ def test_unexpected_errors_are_500_in_the_error_shape(analyst_client, monkeypatc
     def broken(**kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("claimsdb.api.views.record_update", broken)
+    monkeypatch.setattr("claimsdb.api.views.record_patch", broken)
     response = write(analyst_client, "PATCH", CASE, {"title": "x"})
     assert response.status_code == 500
     assert problems(response) == [("server.error", "")]

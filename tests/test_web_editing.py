@@ -753,6 +753,32 @@ def test_stale_claim_edit_keeps_other_claims_changes(seeded, analyst, reviewer):
     assert statements["CLM-CP22-003-B"] == "B changed"
 
 
+def test_stale_claim_withdrawal_and_move_are_refused_with_the_other_change(
+    seeded, analyst, reviewer
+):
+    mine, theirs = signed_in(analyst), signed_in(reviewer)
+    withdraw_url = f"/cases/{CASE}/claims/CLM-CP22-003-A/withdraw/"
+    withdraw_form = edit_form(mine.get(withdraw_url).content.decode())
+    page = mine.get(f"/cases/{CASE}/claims/").content.decode()
+    (arrange,) = [f for f in page_forms(page) if f.method == "post" and "summary" in f.names()]
+    url_b = f"/cases/{CASE}/claims/CLM-CP22-003-B/edit/"
+    assert (
+        submit(theirs, url_b, {"claim-statement": "B changed", "summary": "B"}).status_code == 302
+    )
+    before = revision_count()
+    response = mine.post(withdraw_url, withdraw_form.data({"withdraw-reason": "Retracted."}))
+    assert response.status_code == 409
+    assert "B changed" in response.content.decode()
+    response = mine.post(
+        f"/cases/{CASE}/claims/CLM-CP22-003-A/move/", arrange.data(direction="down")
+    )
+    assert response.status_code == 409
+    assert revision_count() == before
+    claims = record_document("case", CASE)["claims"]
+    assert [c["id"] for c in claims][:2] == ["CLM-CP22-003-A", "CLM-CP22-003-B"]
+    assert claims[0]["status"] != "withdrawn" and claims[1]["statement"] == "B changed"
+
+
 def test_csrf_is_required(seeded, analyst):
     from django.test import Client
 

@@ -7,16 +7,14 @@ preconditions, JSON parsing and rendering, pagination.
 * A record's ``ETag`` is its latest revision number, quoted: ``etag(14) == '"14"'``.
 * Parsers, renderer and pagination are in ``rest`` (named by the settings).
 * ``If-None-Match`` on reads gives 304 (``not_modified``); ``If-Match`` on writes is turned
-  into the services' ``expected_revision`` (``expected_revision(request, …)``), and a
-  write without it is guarded against concurrent writers all the same
-  (``guarded_write``).
+  into the services' ``expected_revision`` (``expected_revision(request, …)``). A write
+  without it names no revision, and the services apply it to the record as it is without
+  losing a concurrent change (``services/records.py``).
 """
 
 from __future__ import annotations
 
-import copy
 import re
-from collections.abc import Callable
 from typing import Any
 
 from rest_framework import serializers
@@ -44,7 +42,6 @@ FALSE_VALUES = {"false", "0", "no", "off"}
 MAX_INT = 2**63 - 1
 # One entity tag of an If-Match / If-None-Match list: "14", W/"14"
 ENTITY_TAG = re.compile(r'\s*(W/)?"([^"]*)"\s*(?:,|$)')
-STALE_RETRIES = 3
 
 
 # --- write parameters -------------------------------------------------------------------
@@ -147,18 +144,18 @@ def not_modified(request: Request, revision: int | None) -> Response | None:
     return None
 
 
-def expected_revision(request: Request, label: str, current: int | None, *, required: bool):
+def expected_revision(request: Request, kind: str, key: str, *, required: bool = False) -> Any:
     """The services' ``expected_revision`` for this request's ``If-Match``.
 
-    ``None`` when there is no header (and none is ``required``: 428 otherwise);
-    ``ANY_REVISION`` for ``If-Match: *``; else the current revision if the header names it
-    (strong comparison: a weak tag never matches), or a 412 ``revision.stale``.
+    ``ANY_REVISION`` when there is no header (and none is ``required``: 428 otherwise) or for
+    ``If-Match: *``; else the record's latest revision if the header names it (strong
+    comparison: a weak tag never matches), or a 412 ``revision.stale``.
     """
     header = request.headers.get("If-Match")
     if header is None:
         if required:
             raise precondition_required()
-        return None
+        return ANY_REVISION
     tags = parse_entity_tags(header)
     if tags is None:
         raise RequestViolations(
@@ -174,10 +171,12 @@ def expected_revision(request: Request, label: str, current: int | None, *, requ
         return ANY_REVISION
     named = {tag for weak, tag in tags if not weak and tag.isdigit()}
     numbers = sorted(int(tag) for tag in named if len(tag) < 20)
+    current = latest_revision_number(kind, key)
     if current is None:  # no such record: the service answers 404
         return numbers[-1] if numbers else ANY_REVISION
     if str(current) in named:
         return current
+    label = f"{kind} {key}"
     stale = StaleRevision(record=label, expected=numbers[-1] if numbers else None, current=current)
     if not numbers:
         stale.violations = [
@@ -192,49 +191,7 @@ def expected_revision(request: Request, label: str, current: int | None, *, requ
     raise stale
 
 
-def guarded_write(
-    request: Request,
-    kind: str,
-    key: str,
-    write: Callable[[Any], Any],
-    *,
-    required: bool = False,
-    label: str | None = None,
-):
-    """Run ``write(expected_revision)`` under the request's ``If-Match``.
-
-    Without ``If-Match`` the write is still based on the revision read just before it: if
-    another writer lands in between, the services refuse it as stale and it is redone on
-    the new revision (a merge patch or a withdrawal applies to the record as it is), so no
-    concurrent change is ever overwritten silently.
-    """
-    label = label or f"{kind} {key}"
-    for attempt in range(STALE_RETRIES):
-        current = latest_revision_number(kind, key)
-        expected = expected_revision(request, label, current, required=required)
-        try:
-            return write(current if expected is None else expected)
-        except StaleRevision:
-            if expected is not None or attempt == STALE_RETRIES - 1:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 # --- documents --------------------------------------------------------------------------
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """Apply an RFC 7386 JSON merge patch: objects merge, ``null`` removes, anything else
-    replaces (lists are replaced whole)."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for name, value in patch.items():
-        if value is None:
-            result.pop(name, None)
-        else:
-            result[name] = merge_patch(result.get(name), value)
-    return result
 
 
 class NoFormSerializer(serializers.Serializer):

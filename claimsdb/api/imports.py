@@ -27,15 +27,6 @@ from django.core.files.uploadedfile import UploadedFile
 from django.http import StreamingHttpResponse
 from django.urls import reverse
 from django.utils.datastructures import MultiValueDict
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiParameter,
-    OpenApiResponse,
-    extend_schema,
-    inline_serializer,
-)
-from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import BaseParser, DataAndFiles, MultiPartParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -56,13 +47,11 @@ from claimsdb.models import ImportReport, ReproductionRun
 from claimsdb.records import RuleViolation
 from claimsdb.records.stream import utf8_chunks
 
-from . import openapi
 from .common import FALSE_VALUES, TRUE_VALUES, Pagination
 from .errors import TITLES, RequestViolations, error_body
 from .permissions import AnalystWrites, ViewerReads
+from .schema import imports as schema
 
-TAG = "imports"
-RUN_TAG = "runs"
 _CHUNK = 1024 * 1024
 
 
@@ -142,358 +131,10 @@ def report_response(report: Report) -> Response:
     return Response(report_body(report), status=200)
 
 
-# --- OpenAPI ------------------------------------------------------------------------------
-
-
-class ProblemSerializer(serializers.Serializer):
-    code = serializers.CharField(help_text="stable: `repro.*`, `import.*`, or a rule code")
-    message = serializers.CharField()
-    path = serializers.CharField(
-        help_text="JSON path into the file (`scenarios[0].late_writes_landed`); empty for "
-        "the file as a whole"
-    )
-
-
-class ImportReportSerializer(serializers.Serializer):
-    """What one import did (schema of the report; the views build it from ``Report``)."""
-
-    id = serializers.IntegerField(allow_null=True)
-    url = serializers.CharField(allow_null=True)
-    created_at = serializers.DateTimeField(allow_null=True)
-    user = serializers.CharField()
-    filename = serializers.CharField()
-    outcome = serializers.ChoiceField(choices=repro_results.OUTCOMES)
-    dry_run = serializers.BooleanField()
-    replace = serializers.BooleanField()
-    sha256 = serializers.CharField(help_text="SHA-256 of the file, hex")
-    size = serializers.IntegerField(help_text="bytes")
-    run_id = serializers.CharField()
-    case = serializers.CharField()
-    claims = serializers.ListField(child=serializers.CharField())
-    scenarios = serializers.IntegerField()
-    trial_rows = serializers.IntegerField()
-    problems = ProblemSerializer(many=True)
-    revision = serializers.IntegerField(
-        allow_null=True, help_text="the case's `import` revision (null when nothing was written)"
-    )
-    other_revisions = serializers.ListField(
-        child=serializers.IntegerField(),
-        help_text="revisions of another case that lost the run to a replacement",
-    )
-    replaced_sha256 = serializers.CharField(help_text="the replaced file's SHA-256, if any")
-    message = serializers.CharField()
-    run_url = serializers.CharField(allow_null=True)
-    progress = serializers.DictField(
-        required=False,
-        help_text="a background import while `queued`/`running`: `phase` (`checking`, "
-        "`storing`), `bytes_done` and `bytes_total` of the checking pass",
-    )
-
-
-class ImportRefusalSerializer(serializers.Serializer):
-    """The API's error shape, plus the refused import's report."""
-
-    status = serializers.IntegerField()
-    title = serializers.CharField()
-    errors = ProblemSerializer(many=True)
-    report = ImportReportSerializer(
-        required=False, help_text="absent when the request itself was refused (no file…)"
-    )
-
-
-class RateSerializer(serializers.Serializer):
-    events = serializers.IntegerField(help_text="checksum_mismatches")
-    trials = serializers.IntegerField()
-    rate = serializers.FloatField(allow_null=True, help_text="events / trials")
-    ci95_lower = serializers.FloatField(help_text="95 % Wilson score interval, lower bound")
-    ci95_upper = serializers.FloatField(help_text="95 % Wilson score interval, upper bound")
-
-
-class ScenarioStatsSerializer(serializers.Serializer):
-    position = serializers.IntegerField()
-    id = serializers.CharField()
-    backend = serializers.CharField()
-    mitigations = serializers.ListField(child=serializers.CharField())
-    mitigated = serializers.BooleanField()
-    free_list_order = serializers.CharField()
-    trials = serializers.IntegerField()
-    checksum_mismatches = serializers.IntegerField()
-    wrong_outputs = serializers.IntegerField()
-    outcome = serializers.CharField()
-    stale_read_rate = RateSerializer(allow_null=True)
-    stored_rows = serializers.IntegerField(help_text="trial rows stored (0 or `trials`)")
-
-
-class HarnessSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    version = serializers.CharField()
-
-
-class RunSerializer(serializers.Serializer):
-    run_id = serializers.CharField()
-    case = serializers.CharField()
-    sha256 = serializers.CharField()
-    started_at = serializers.CharField(allow_null=True)
-    finished_at = serializers.CharField(allow_null=True)
-    harness = HarnessSerializer()
-    claims = serializers.ListField(child=serializers.CharField())
-    scenarios = serializers.IntegerField(help_text="number of scenarios")
-    stored_trial_rows = serializers.IntegerField()
-    url = serializers.CharField()
-    trials_csv = serializers.CharField()
-
-
-class RunDetailSerializer(RunSerializer):
-    summary = serializers.JSONField(
-        help_text="the run as the case document lists it: the file but its trial rows, plus "
-        "`sha256`"
-    )
-    scenario_stats = ScenarioStatsSerializer(many=True)
-
-
-UPLOAD = inline_serializer(
-    name="ImportUpload",
-    fields={
-        "file": serializers.FileField(help_text="the repro-results/1 file"),
-        "dry_run": serializers.BooleanField(required=False),
-        "replace": serializers.BooleanField(required=False),
-        # blank means the default summary ("Imported <run_id>"), as the query parameter
-        "summary": serializers.CharField(required=False, allow_blank=True),
-    },
-)
-
-IMPORT_PARAMETERS = [
-    OpenApiParameter(
-        "dry_run",
-        OpenApiTypes.BOOL,
-        OpenApiParameter.QUERY,
-        description="check everything and write nothing but the report",
-    ),
-    OpenApiParameter(
-        "replace",
-        OpenApiTypes.BOOL,
-        OpenApiParameter.QUERY,
-        description="replace a run imported before from another file with the same run_id "
-        "(otherwise 409 `import.run_conflict`)",
-    ),
-    OpenApiParameter(
-        "summary",
-        OpenApiTypes.STR,
-        OpenApiParameter.QUERY,
-        description='the import revision\'s summary (default "Imported <run_id>")',
-    ),
-    OpenApiParameter(
-        "filename",
-        OpenApiTypes.STR,
-        OpenApiParameter.QUERY,
-        description="the name the report gives a raw-body upload (default `request body`)",
-    ),
-    OpenApiParameter(
-        "background",
-        OpenApiTypes.BOOL,
-        OpenApiParameter.QUERY,
-        description="queue the import as a background job (202) even when the file is small; "
-        "files larger than the server's threshold always are",
-    ),
-]
-
-RUN_ID_PARAMETER = OpenApiParameter(
-    "run_id",
-    OpenApiTypes.STR,
-    OpenApiParameter.PATH,
-    description="the run's run_id",
-    examples=[
-        OpenApiExample("pd-abort-h200x2-20261021-0007", value="pd-abort-h200x2-20261021-0007")
-    ],
-)
-
-_SHA = "24641e4bc5cbba1e10fe7348c33ad0802c140f7bf8ef6d50c2a789660c9dad9b"
-_REPORT_EXAMPLE = {
-    "id": 7,
-    "url": "/api/v1/imports/7/",
-    "created_at": "2026-10-21T10:02:11.412093Z",
-    "user": "analyst",
-    "filename": "pd-abort-h200x2-20261021-0007.json",
-    "outcome": "imported",
-    "dry_run": False,
-    "replace": False,
-    "sha256": _SHA,
-    "size": 21526,
-    "run_id": "pd-abort-h200x2-20261021-0007",
-    "case": "CP22-003",
-    "claims": ["CLM-CP22-003-B"],
-    "scenarios": 2,
-    "trial_rows": 80,
-    "problems": [],
-    "revision": 15,
-    "other_revisions": [],
-    "replaced_sha256": "",
-    "message": "Imported run pd-abort-h200x2-20261021-0007 into case CP22-003 (2 scenarios, "
-    "80 trial rows), revision 15.",
-    "run_url": "/api/v1/runs/pd-abort-h200x2-20261021-0007/",
-}
-_UNCHANGED_EXAMPLE = {
-    **_REPORT_EXAMPLE,
-    "id": 8,
-    "url": "/api/v1/imports/8/",
-    "outcome": "unchanged",
-    "revision": None,
-    "message": "Already imported: run pd-abort-h200x2-20261021-0007 is in case CP22-003 with "
-    "this very file; nothing was written.",
-}
-_REFUSED_PROBLEM = {
-    "code": "repro.trial_counter_mismatch",
-    "message": '7 trial rows of scenario "mooncake-none-lifo" have late_write true, but its '
-    "late_writes_landed is 8.",
-    "path": "scenarios[0].late_writes_landed",
-}
-_REFUSED_EXAMPLE = {
-    "status": 400,
-    "title": "The import was refused",
-    "errors": [_REFUSED_PROBLEM],
-    "report": {
-        **_REPORT_EXAMPLE,
-        "id": 9,
-        "url": "/api/v1/imports/9/",
-        "outcome": "refused",
-        "run_id": "pd-abort-h200x2-20261021-0008",
-        "sha256": "a" * 64,
-        "problems": [_REFUSED_PROBLEM],
-        "revision": None,
-        "run_url": None,
-        "message": "Refused: 1 problem (listed with their paths); nothing was written.",
-    },
-}
-_CONFLICT_PROBLEM = {
-    "code": "import.run_conflict",
-    "message": "Run pd-abort-h200x2-20261021-0007 was already imported into case CP22-003 from "
-    "another file (sha256 24641e4bc5cb…, this one 5b0e3f0c21aa…). Ask for a replacement "
-    "explicitly to replace it.",
-    "path": "run_id",
-}
-_CONFLICT_EXAMPLE = {
-    "status": 409,
-    "title": "Conflict",
-    "errors": [_CONFLICT_PROBLEM],
-    "report": {
-        **_REFUSED_EXAMPLE["report"],
-        "run_id": "pd-abort-h200x2-20261021-0007",
-        "problems": [_CONFLICT_PROBLEM],
-    },
-}
-_FILE_EXAMPLE = {
-    "format": "repro-results/1",
-    "run_id": "pd-abort-h200x2-20261021-0007",
-    "case": "CP22-003",
-    "claims": ["CLM-CP22-003-B"],
-    "setting": "lab",
-    "harness": {"name": "pd-abort-race", "version": "0.3.2", "commit": "9f1c2ab0d4e5"},
-    "started_at": "2026-10-21T09:14:03Z",
-    "finished_at": "2026-10-21T09:52:40Z",
-    "environment": {
-        "gpus": [
-            {"model": "NVIDIA H200", "memory_gib": 141, "role": "prefill"},
-            {"model": "NVIDIA H200", "memory_gib": 141, "role": "decode"},
-        ],
-        "framework": {"name": "sglang", "version": "0.5.4"},
-    },
-    "scenarios": [
-        {
-            "id": "mooncake-none-lifo",
-            "backend": "mooncake",
-            "mitigations": [],
-            "free_list_order": "lifo",
-            "write_delay_us": 500,
-            "seed": 7,
-            "trials": 2,
-            "aborts_injected": 1,
-            "aborts_mid_transfer": 1,
-            "reuse_while_in_flight": 1,
-            "late_writes_landed": 1,
-            "checksum_mismatches": 1,
-            "wrong_outputs": 0,
-            "timeout_forced_releases": 0,
-            "stale_generation_dropped": 0,
-            "held_slots_peak": 0,
-            "rejected_backpressure": 0,
-            "outcome": "reproduced",
-        }
-    ],
-    "trials": [
-        {
-            "scenario": "mooncake-none-lifo",
-            "n": 1,
-            "aborted": True,
-            "mid_transfer": True,
-            "reused_in_flight": True,
-            "late_write": True,
-            "checksum_mismatch": True,
-            "wrong_output": False,
-            "latency_us": 812.5,
-        },
-        {
-            "scenario": "mooncake-none-lifo",
-            "n": 2,
-            "aborted": False,
-            "mid_transfer": False,
-            "reused_in_flight": False,
-            "late_write": False,
-            "checksum_mismatch": False,
-            "wrong_output": False,
-            "latency_us": 640.0,
-        },
-    ],
-}
-_RUN_EXAMPLE = {
-    "run_id": "pd-abort-h200x2-20261021-0007",
-    "case": "CP22-003",
-    "sha256": _SHA,
-    "started_at": "2026-10-21T09:14:03Z",
-    "finished_at": "2026-10-21T09:52:40Z",
-    "harness": {"name": "pd-abort-race", "version": "0.3.2"},
-    "claims": ["CLM-CP22-003-B"],
-    "scenarios": 2,
-    "stored_trial_rows": 80,
-    "url": "/api/v1/runs/pd-abort-h200x2-20261021-0007/",
-    "trials_csv": "/api/v1/runs/pd-abort-h200x2-20261021-0007/trials.csv",
-}
-_STATS_EXAMPLE = {
-    "position": 0,
-    "id": "mooncake-none-lifo",
-    "backend": "mooncake",
-    "mitigations": [],
-    "mitigated": False,
-    "free_list_order": "lifo",
-    "trials": 40,
-    "checksum_mismatches": 1,
-    "wrong_outputs": 1,
-    "outcome": "reproduced",
-    "stale_read_rate": {
-        "events": 1,
-        "trials": 40,
-        "rate": 0.025,
-        "ci95_lower": 0.004430,
-        "ci95_upper": 0.128835,
-    },
-    "stored_rows": 40,
-}
-
-
-def _paginated(name: str, item: type[serializers.Serializer]) -> Any:
-    return inline_serializer(
-        name=name,
-        fields={
-            "count": serializers.IntegerField(),
-            "next": serializers.CharField(allow_null=True),
-            "previous": serializers.CharField(allow_null=True),
-            "results": item(many=True),
-        },
-    )
-
-
 # --- views --------------------------------------------------------------------------------
 
 
+@schema.IMPORT_LIST
 class ImportListView(APIView):
     """Import a results file; list past imports."""
 
@@ -501,29 +142,6 @@ class ImportListView(APIView):
     parser_classes = [ResultsFileParser, MultiPartParser]
     renderer_classes = [JSONRenderer]
 
-    @extend_schema(
-        operation_id="imports_list",
-        summary="List imports",
-        description="Past import attempts, newest first, each with its report (dry runs and "
-        "refusals included). Filters: `run_id`, `case`, `outcome`.",
-        tags=[TAG],
-        parameters=[
-            OpenApiParameter("run_id", OpenApiTypes.STR, OpenApiParameter.QUERY),
-            OpenApiParameter("case", OpenApiTypes.STR, OpenApiParameter.QUERY),
-            OpenApiParameter(
-                "outcome",
-                OpenApiTypes.STR,
-                OpenApiParameter.QUERY,
-                enum=list(repro_results.OUTCOMES),
-            ),
-            OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
-            OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
-        ],
-        responses={
-            200: _paginated("PaginatedImportReportList", ImportReportSerializer),
-            **openapi.error_responses(401, 403, 404),
-        },
-    )
     def get(self, request: Request) -> Response:
         reports = import_reports()
         for name, lookup in (("run_id", "run_id"), ("case", "case_key"), ("outcome", "outcome")):
@@ -537,82 +155,6 @@ class ImportListView(APIView):
         page = paginator.paginate_queryset(reports, request, view=self)
         return paginator.get_paginated_response([report_body(Report.from_row(row)) for row in page])
 
-    @extend_schema(
-        operation_id="imports_create",
-        summary="Import a results file",
-        description=(
-            "Import one `repro-results/1` file (analysts and reviewers): send it as the raw "
-            "body (`Content-Type: application/json`) or as the multipart field `file`. The "
-            "file is checked whole before anything is written; a refused file writes "
-            "nothing, and its report lists every problem with its JSON path.\n\n"
-            "* **201** `imported` or `replaced`: one `import` revision of the case;\n"
-            "* **200** `unchanged` (this very file was imported before: nothing is written) "
-            "or a dry run (`would_import`, `would_replace`);\n"
-            "* **400** refused: the error shape plus `report`;\n"
-            "* **409** `import.run_conflict`: the run_id was imported from other content; "
-            "send `replace=true` to replace it;\n"
-            "* **202** `queued`: the file is larger than the server's threshold, or "
-            "`background=true` was sent. It is stored and imported by a worker; poll the "
-            "report at `Location` (`url`): `queued`, `running` (with `progress`), then its "
-            "outcome.\n\n"
-            "Every attempt, dry runs and refusals included, is kept as an import report."
-        ),
-        tags=[TAG],
-        parameters=IMPORT_PARAMETERS,
-        request={"application/json": OpenApiTypes.OBJECT, "multipart/form-data": UPLOAD},
-        examples=[
-            OpenApiExample("A results file (two trials)", value=_FILE_EXAMPLE, request_only=True)
-        ],
-        responses={
-            201: OpenApiResponse(
-                ImportReportSerializer,
-                description="imported or replaced",
-                examples=[
-                    OpenApiExample(
-                        "imported", value=_REPORT_EXAMPLE, response_only=True, status_codes=["201"]
-                    )
-                ],
-            ),
-            200: OpenApiResponse(
-                ImportReportSerializer,
-                description="unchanged (already imported), or a dry run",
-                examples=[
-                    OpenApiExample(
-                        "unchanged",
-                        value=_UNCHANGED_EXAMPLE,
-                        response_only=True,
-                        status_codes=["200"],
-                    )
-                ],
-            ),
-            400: OpenApiResponse(
-                ImportRefusalSerializer,
-                description="refused: every problem with its path; nothing was written",
-                examples=[
-                    OpenApiExample(
-                        "refused", value=_REFUSED_EXAMPLE, response_only=True, status_codes=["400"]
-                    )
-                ],
-            ),
-            202: OpenApiResponse(
-                ImportReportSerializer,
-                description="queued as a background job: poll `url`",
-            ),
-            409: OpenApiResponse(
-                ImportRefusalSerializer,
-                description="the run_id was imported from another file (`import.run_conflict`)",
-                examples=[
-                    OpenApiExample(
-                        "run conflict",
-                        value=_CONFLICT_EXAMPLE,
-                        response_only=True,
-                        status_codes=["409"],
-                    )
-                ],
-            ),
-            **openapi.error_responses(401, 403, 415),
-        },
-    )
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file")
         if upload is None:
@@ -654,19 +196,11 @@ class ImportListView(APIView):
         return report_response(report)
 
 
+@schema.IMPORT_DETAIL
 class ImportDetailView(APIView):
     permission_classes = [ViewerReads]
     renderer_classes = [JSONRenderer]
 
-    @extend_schema(
-        operation_id="imports_retrieve",
-        summary="Read an import report",
-        tags=[TAG],
-        parameters=[
-            OpenApiParameter("pk", OpenApiTypes.INT, OpenApiParameter.PATH, description="its id")
-        ],
-        responses={200: ImportReportSerializer, **openapi.error_responses(401, 403, 404)},
-    )
     def get(self, request: Request, pk: str) -> Response:
         row = ImportReport.objects.filter(pk=int(pk)).first() if pk.isdigit() else None
         if row is None:
@@ -682,39 +216,11 @@ def _run_body(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@schema.RUN_LIST
 class RunListView(APIView):
     permission_classes = [ViewerReads]
     renderer_classes = [JSONRenderer]
 
-    @extend_schema(
-        operation_id="runs_list",
-        summary="List imported runs",
-        description="Imported reproduction runs, newest first. Filter: `case`.",
-        tags=[RUN_TAG],
-        parameters=[
-            OpenApiParameter("case", OpenApiTypes.STR, OpenApiParameter.QUERY),
-            OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
-            OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
-        ],
-        responses={
-            200: OpenApiResponse(
-                _paginated("PaginatedRunList", RunSerializer),
-                examples=[
-                    OpenApiExample(
-                        "runs",
-                        value={
-                            "count": 1,
-                            "next": None,
-                            "previous": None,
-                            "results": [_RUN_EXAMPLE],
-                        },
-                        response_only=True,
-                    )
-                ],
-            ),
-            **openapi.error_responses(401, 403, 404),
-        },
-    )
     def get(self, request: Request) -> Response:
         runs = run_queryset()
         case = request.query_params.get("case")
@@ -725,40 +231,11 @@ class RunListView(APIView):
         return paginator.get_paginated_response([_run_body(run_item(run)) for run in page])
 
 
+@schema.RUN_DETAIL
 class RunDetailView(APIView):
     permission_classes = [ViewerReads]
     renderer_classes = [JSONRenderer]
 
-    @extend_schema(
-        operation_id="runs_retrieve",
-        summary="Read an imported run",
-        parameters=[RUN_ID_PARAMETER],
-        description="The run's summary (as the case document lists it) and each scenario's "
-        "stale-read rate (`checksum_mismatches / trials`) with its 95 % Wilson score interval. "
-        "These are lab observations of a reproduction: never production figures, never an "
-        "impact basis.",
-        tags=[RUN_TAG],
-        responses={
-            200: OpenApiResponse(
-                RunDetailSerializer,
-                examples=[
-                    OpenApiExample(
-                        "run",
-                        value={
-                            **_RUN_EXAMPLE,
-                            "summary": {
-                                **{k: v for k, v in _FILE_EXAMPLE.items() if k != "trials"},
-                                "sha256": _SHA,
-                            },
-                            "scenario_stats": [_STATS_EXAMPLE],
-                        },
-                        response_only=True,
-                    )
-                ],
-            ),
-            **openapi.error_responses(401, 403, 404),
-        },
-    )
     def get(self, request: Request, run_id: str) -> Response:
         detail = run_detail(run_id)
         if detail is None:
@@ -781,35 +258,11 @@ class CSVRenderer(BaseRenderer):
         return "".join(_csv_lines(rows)).encode("utf-8")
 
 
+@schema.RUN_TRIALS
 class RunTrialsView(APIView):
     permission_classes = [ViewerReads]
     renderer_classes = [JSONRenderer, CSVRenderer]
 
-    @extend_schema(
-        operation_id="runs_trials_csv",
-        summary="Download a run's trial rows (CSV)",
-        parameters=[RUN_ID_PARAMETER],
-        description="Every stored trial row of the run, scenario by scenario, streamed: "
-        "`scenario,n,aborted,mid_transfer,reused_in_flight,late_write,checksum_mismatch,"
-        "wrong_output,latency_us,extra` (flags `true`/`false`; `extra` the row's `x-` keys as "
-        "JSON). A run imported without trial rows gives the header line only.",
-        tags=[RUN_TAG],
-        responses={
-            (200, "text/csv"): OpenApiResponse(
-                OpenApiTypes.STR,
-                examples=[
-                    OpenApiExample(
-                        "rows",
-                        value="scenario,n,aborted,mid_transfer,reused_in_flight,late_write,"
-                        "checksum_mismatch,wrong_output,latency_us,extra\n"
-                        "mooncake-none-lifo,1,true,true,true,true,true,false,812.5,\n",
-                        response_only=True,
-                    )
-                ],
-            ),
-            **openapi.error_responses(401, 403, 404),
-        },
-    )
     def get(self, request: Request, run_id: str) -> StreamingHttpResponse:
         run = ReproductionRun.objects.filter(run_id=run_id).first()
         if run is None:

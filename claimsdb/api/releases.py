@@ -14,9 +14,6 @@ from typing import Any
 
 from django.http import HttpResponseNotModified, StreamingHttpResponse
 from django.http.response import HttpResponseBase
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
@@ -24,103 +21,18 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from claimsdb import http_caching, public, selectors
-from claimsdb.models import Release, ReleaseChange
+from claimsdb.models import Release
 from claimsdb.records import RuleViolation, iter_pretty_bundle
 from claimsdb.records.kinds import record_kinds
 from claimsdb.records.stream import utf8_chunks
 from claimsdb.services.permissions import has_role
 from claimsdb.services.releases import release_publish
 
-from . import openapi
 from .common import CanonicalJSONRenderer, DocumentJSONParser, NoFormSerializer, Pagination
 from .errors import RequestViolations
-
-RELEASE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "number": {"type": "integer", "example": 1},
-        "published_at": {"type": "string", "format": "date-time"},
-        "notes": {"type": "string"},
-        "last_revision": {
-            "type": "integer",
-            "description": "the ledger's latest revision when the release was published",
-        },
-        "counts": {
-            "type": "object",
-            "properties": {change: {"type": "integer"} for change in ReleaseChange.values},
-        },
-        "url": {"type": "string", "format": "uri"},
-        "page": {"type": "string", "format": "uri"},
-        "bundle": {"type": "string", "format": "uri"},
-    },
-}
-ENTRY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "kind": {"type": "string", "enum": ["case", "source", "rule", "method"]},
-        "key": {"type": "string"},
-        "change": {"type": "string", "enum": list(ReleaseChange.values)},
-        "revision": {"type": "integer", "description": "the revision the public sees"},
-        "previous_revision": {
-            "type": "integer",
-            "nullable": True,
-            "description": "the revision the previous release published, if any",
-        },
-        "page": {"type": "string", "format": "uri"},
-    },
-}
-PAGE_LINK = {"type": "string", "format": "uri", "nullable": True}
-RELEASE_DETAIL_SCHEMA = {
-    "allOf": [
-        RELEASE_SCHEMA,
-        {
-            "type": "object",
-            "properties": {
-                "entries": {
-                    "type": "array",
-                    "items": ENTRY_SCHEMA,
-                    "description": "one page of the entries (`page`, `page_size`), by kind and key",
-                },
-                "entries_count": {"type": "integer", "description": "all the entries"},
-                "entries_next": {**PAGE_LINK, "description": "the next page of entries"},
-                "entries_previous": {**PAGE_LINK, "description": "the previous page"},
-            },
-        },
-    ]
-}
-BUNDLE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "format": {"type": "string", "enum": ["claimsdb.bundle/1"]},
-        **{
-            kind.plural: {"type": "array", "items": openapi.document_ref(kind.name)}
-            for kind in record_kinds.in_write_order()
-        },
-    },
-}
-RELEASE_PAGE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "count": {"type": "integer"},
-        "next": {"type": "string", "format": "uri", "nullable": True},
-        "previous": {"type": "string", "format": "uri", "nullable": True},
-        "results": {"type": "array", "items": RELEASE_SCHEMA},
-    },
-}
-
-
-class PublishRequest(serializers.Serializer):
-    """The body of ``POST /api/v1/releases/`` (documentation: the view reads it itself)."""
-
-    notes = serializers.CharField(help_text="what the release publishes and why")
-
+from .schema import releases as schema
 
 RELEASE_NUMBER = re.compile(r"[1-9][0-9]{0,8}")
-NUMBER_PARAMETER = OpenApiParameter(
-    "number", OpenApiTypes.INT, OpenApiParameter.PATH, description="the release number"
-)
-# Reads need no credentials: the schema says so with an empty security requirement.
-PUBLIC_READ = [{"tokenAuth": []}, {"cookieAuth": []}, {}]
 
 
 class ReleasePermission(BasePermission):
@@ -195,15 +107,8 @@ class ReleaseBase(APIView):
     serializer_class = NoFormSerializer
 
 
+@schema.RELEASE_LIST
 class ReleaseListView(ReleaseBase):
-    @extend_schema(
-        operation_id="releases_list",
-        summary="List releases",
-        description="Every release, newest first, with its counts by change. Public.",
-        tags=["releases"],
-        auth=PUBLIC_READ,
-        responses={200: RELEASE_PAGE_SCHEMA, **openapi.error_responses(404)},
-    )
     def get(self, request: Request) -> Response:
         paginator = Pagination()
         page = paginator.paginate_queryset(Release.objects.order_by("-number"), request, view=self)
@@ -211,26 +116,6 @@ class ReleaseListView(ReleaseBase):
         counted = public.release_list().filter(number__in=[r.number for r in page])
         return paginator.get_paginated_response([release_summary(request, r) for r in counted])
 
-    @extend_schema(
-        operation_id="releases_create",
-        summary="Publish a release",
-        description="Publishes the latest revision of every ready case and active source, "
-        "rule and method (reviewers). Refused without notes (`release.notes_required`) or "
-        "when nothing changed since the previous release (`release.nothing_changed`).",
-        tags=["releases"],
-        request=PublishRequest,
-        responses={
-            201: OpenApiResponse(RELEASE_DETAIL_SCHEMA, description="the release published"),
-            **openapi.error_responses(400, 401, 403),
-        },
-        examples=[
-            OpenApiExample(
-                "notes",
-                value={"notes": "CP22-003 reviewed and ready."},
-                request_only=True,
-            )
-        ],
-    )
     def post(self, request: Request) -> Response:
         body = request.data
         if not isinstance(body, dict):
@@ -257,38 +142,14 @@ class ReleaseListView(ReleaseBase):
         return Response(data, status=201, headers={"Location": data["url"]})
 
 
+@schema.RELEASE_DETAIL
 class ReleaseDetailView(ReleaseBase):
-    @extend_schema(
-        operation_id="releases_retrieve",
-        summary="Read a release",
-        description="One release and a page of its entries (50 by default, by record kind "
-        "and key; follow `entries_next`): every record the public sees in it, the revision "
-        "it sees and how it changed against the previous release. Public.",
-        tags=["releases"],
-        auth=PUBLIC_READ,
-        parameters=[
-            NUMBER_PARAMETER,
-            OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
-            OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
-        ],
-        responses={200: RELEASE_DETAIL_SCHEMA, **openapi.error_responses(404)},
-    )
     def get(self, request: Request, number: str) -> Response:
         return Response(release_detail(request, _release_or_404(number)))
 
 
+@schema.RELEASE_BUNDLE
 class ReleaseBundleView(ReleaseBase):
-    @extend_schema(
-        operation_id="releases_bundle",
-        summary="Download a release",
-        description="The release as one `claimsdb.bundle/1` built from its entries' "
-        "snapshots (withdrawn records included), byte-identical to `manage.py "
-        "export_records --release <n>`. A release never changes: cacheable for ever. Public.",
-        tags=["releases"],
-        auth=PUBLIC_READ,
-        parameters=[NUMBER_PARAMETER],
-        responses={200: BUNDLE_SCHEMA, **openapi.error_responses(404)},
-    )
     def get(self, request: Request, number: str) -> HttpResponseBase:
         release = _release_or_404(number)
         etag = f'"release-{release.number}"'

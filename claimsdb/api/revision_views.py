@@ -15,12 +15,6 @@ from typing import Any
 
 from django import forms
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiParameter,
-    OpenApiResponse,
-    extend_schema,
-)
 from rest_framework import mixins
 from rest_framework import serializers as drf_serializers
 from rest_framework.generics import GenericAPIView
@@ -34,7 +28,7 @@ from claimsdb.models import Revision
 from claimsdb.records import RecordNotFound, RuleViolation, diff
 from claimsdb.services import revision_revert
 
-from . import filters, openapi
+from . import filters
 from .common import (
     DocumentJSONParser,
     NoFormSerializer,
@@ -42,13 +36,14 @@ from .common import (
     RevisionFeedPagination,
     StableOrderingFilter,
     etag_headers,
-    guarded_write,
+    expected_revision,
     int_param,
     not_modified,
     write_params,
 )
 from .errors import RequestViolations
 from .permissions import PublicReads, ReviewerOnly
+from .schema import revisions as schema
 from .views import written
 
 
@@ -72,6 +67,7 @@ def revision_detail(revision: Revision) -> dict[str, Any]:
     return {**revision_summary(revision), "snapshot": json.loads(revision.snapshot)}
 
 
+@schema.REVISION_LIST
 class RevisionListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
     """The global ledger, oldest first, in keyset pages (``?cursor=`` from the ``next`` and
     ``previous`` links); ``?since=n`` for what came after revision n."""
@@ -102,28 +98,12 @@ class RevisionListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
         since = forms.IntegerField(required=False).clean(self.request.query_params.get("since"))
         return max((head or 0) - (since or 0), 0)
 
-    @extend_schema(
-        operation_id="revisions_list",
-        summary="List revisions",
-        description="The global revision log, in ascending order (`ordering=-number` for "
-        "newest first), without snapshots, in keyset pages: follow `next` (a `cursor`). In "
-        "ascending order `next` is never null: at the head it returns an empty page, and the "
-        "new revisions once some are written, so a tool polls it for ever. To start after a "
-        "number you hold, pass `since`. Anyone may read it: users with a role see every "
-        "revision, everyone else only the revisions a release points at. See "
-        "docs/pagination.md.",
-        tags=["revisions"],
-        auth=openapi.PUBLIC_READ,
-        responses={
-            200: openapi.ref("Revision"),
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
-        },
-    )
     def get(self, request: Request, **kwargs) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response([revision_summary(r) for r in page])
 
 
+@schema.CASE_REVISIONS
 class CaseRevisionsView(RevisionListView):
     """One case's history."""
 
@@ -136,53 +116,16 @@ class CaseRevisionsView(RevisionListView):
     def feed_count(self, queryset) -> int:
         return queryset.count()  # one record's revisions, through its index
 
-    @extend_schema(
-        operation_id="cases_revisions_list",
-        summary="List a case's revisions",
-        description="The case's history, in ascending order (`ordering=-number` for newest "
-        "first), without snapshots (read one with `/revisions/<n>/`), in keyset pages as "
-        "`/revisions/` (follow `next`). Without a role: the revisions of the case a release "
-        "points at (404 for a case never released).",
-        tags=["revisions"],
-        auth=openapi.PUBLIC_READ,
-        parameters=[openapi.key_parameter("case")],
-        responses={
-            200: openapi.ref("Revision"),
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
-        },
-    )
     def get(self, request: Request, key: str) -> Response:
         if visible_revision_number(request.user, "case", key) is None:
             raise RecordNotFound("case", key)
         return super().get(request)
 
 
+@schema.REVISION_DETAIL
 class RevisionDetailView(RefuseNul, APIView):
     permission_classes = [PublicReads]
 
-    @extend_schema(
-        operation_id="revisions_retrieve",
-        summary="Read a revision",
-        description="A revision's metadata and the record's document as it was after it. A "
-        "revision never changes: its ETag is its number, and a released one (a release "
-        "points at it) may be cached for ever. Anyone may read a released revision; users "
-        "with a role read any.",
-        tags=["revisions"],
-        auth=openapi.PUBLIC_READ,
-        parameters=[
-            OpenApiParameter(
-                "number", int, OpenApiParameter.PATH, description="the revision number"
-            ),
-            openapi.IF_NONE_MATCH,
-            openapi.REVISION_ETAG_HEADER,
-            openapi.CACHE_CONTROL_HEADER,
-        ],
-        responses={
-            200: openapi.ref("RevisionDetail"),
-            304: openapi.NOT_MODIFIED,
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
-        },
-    )
     def get(self, request: Request, number: str) -> Response:
         revision = None
         if number.isdigit() and len(number) < 19:
@@ -211,38 +154,10 @@ def _revision_of_case(user, key: str, number: int, name: str) -> Revision:
     return revision
 
 
+@schema.CASE_DIFF
 class CaseDiffView(RefuseNul, APIView):
     permission_classes = [PublicReads]
 
-    @extend_schema(
-        operation_id="cases_diff",
-        summary="Diff two revisions of a case",
-        description="Every changed field from revision `from` to revision `to` (default: the "
-        "revision you see); claims are matched by ID. Both must be revisions of this case "
-        "(`revision.not_of_record` otherwise). Without a role: released revisions only "
-        "(`to` defaults to the released one; any other is `revision.not_of_record`).",
-        tags=["revisions"],
-        auth=openapi.PUBLIC_READ,
-        parameters=[
-            openapi.key_parameter("case"),
-            OpenApiParameter("from", int, OpenApiParameter.QUERY, required=True),
-            OpenApiParameter(
-                "to", int, OpenApiParameter.QUERY, description="default: the latest revision"
-            ),
-        ],
-        responses={
-            200: openapi.ref("Diff"),
-            **openapi.error_responses(
-                *openapi.PUBLIC_READ_ERRORS,
-                bad_request=(
-                    "The request was refused",
-                    "revision.not_of_record",
-                    "revision 2 is not a revision of case CP22-003",
-                    "from",
-                ),
-            ),
-        },
-    )
     def get(self, request: Request, key: str) -> Response:
         latest = visible_revision_number(request.user, "case", key)
         if latest is None:
@@ -269,32 +184,11 @@ class RevertRequestSerializer(drf_serializers.Serializer):
     revision = drf_serializers.IntegerField(min_value=1, max_value=2**63 - 1)
 
 
+@schema.CASE_REVERT
 class CaseRevertView(RefuseNul, APIView):
     permission_classes = [ReviewerOnly]
     parser_classes = [DocumentJSONParser]
 
-    @extend_schema(
-        operation_id="cases_revert",
-        summary="Revert a case to a revision",
-        description="Restore the case as it was at one of its revisions (reviewers): a new "
-        "`revert` revision, through the same rules as any write. Imported reproduction runs "
-        "are kept. If-Match (the case's ETag) is honoured when sent.",
-        tags=["revisions"],
-        parameters=[
-            openapi.key_parameter("case"),
-            openapi.if_match(False),
-            *openapi.WRITE_PARAMETERS,
-            openapi.ETAG_HEADER,
-        ],
-        request={"application/json": openapi.ref("RevertRequest")},
-        examples=[OpenApiExample("revert", value={"revision": 3}, request_only=True)],
-        responses={
-            200: OpenApiResponse(
-                response=openapi.document_ref("case"), description="the case as it now is"
-            ),
-            **openapi.error_responses(*openapi.WRITE_ERRORS, 412),
-        },
-    )
     def post(self, request: Request, key: str) -> Response:
         params = write_params(request)
         body = RevertRequestSerializer(data=request.data)
@@ -303,10 +197,10 @@ class CaseRevertView(RefuseNul, APIView):
             raise RecordNotFound("case", key)
         number = body.validated_data["revision"]
         _revision_of_case(request.user, key, number, "revision")
-
-        def write(expected):
-            return revision_revert(
-                user=request.user, number=number, expected_revision=expected, **params
-            )
-
-        return written(guarded_write(request, "case", key, write))
+        outcome = revision_revert(
+            user=request.user,
+            number=number,
+            expected_revision=expected_revision(request, "case", key),
+            **params,
+        )
+        return written(outcome)

@@ -1,7 +1,14 @@
 """The only code that writes domain tables (docs/write-path.md)."""
 
 from .bundles import bundle_load, bundle_load_file
-from .claims import claim_add, claim_update, claim_withdraw
+from .claims import (
+    ClaimRefused,
+    claim_add,
+    claim_move,
+    claim_patch,
+    claim_update,
+    claim_withdraw,
+)
 from .records import (
     ANY_REVISION,
     case_create,
@@ -10,7 +17,9 @@ from .records import (
     method_create,
     method_update,
     method_withdraw,
+    record_change,
     record_create,
+    record_patch,
     record_update,
     record_withdraw,
     rule_create,
@@ -25,6 +34,7 @@ from .writer import RecordWrite, WriteOutcome, write_records
 
 __all__ = [
     "ANY_REVISION",
+    "ClaimRefused",
     "RecordWrite",
     "WriteOutcome",
     "bundle_load",
@@ -33,12 +43,16 @@ __all__ = [
     "case_update",
     "case_withdraw",
     "claim_add",
+    "claim_move",
+    "claim_patch",
     "claim_update",
     "claim_withdraw",
     "method_create",
     "method_update",
     "method_withdraw",
+    "record_change",
     "record_create",
+    "record_patch",
     "record_update",
     "record_withdraw",
     "revert_document",

@@ -1,22 +1,35 @@
-"""Create, update and withdraw any record from a whole document."""
+"""Create, replace, patch and withdraw any record.
+
+One guard against lost updates serves every write: the revision the change is based on,
+checked by ``write_records`` under the ledger lock (``revision.stale``). A write of a whole
+document names it (``expected_revision``) or skips the check (``ANY_REVISION``: fixture
+loads, scripts, ``If-Match: *``). A change made to the record as it is — a merge patch, a
+withdrawal, a claim change, a revert — goes through ``record_change``: it reads the
+record's latest revision number, then its document, changes the document and writes it
+with that number as the expected revision. A caller that based the change on a revision
+of its own (If-Match, a form's base revision) has a stale one refused; a caller that
+names none has the change read and applied again, up to ``STALE_RETRIES`` times, so a
+concurrent change is never overwritten and no lock is held while the record is read.
+"""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
 
 from claimsdb.records import (
     RecordNotFound,
     RuleViolation,
     RuleViolations,
+    StaleRevision,
     parse_document,
     record_document,
 )
 
-from .ledger import lock_head
+from .ledger import latest_revision_number
 from .writer import RecordWrite, WriteOutcome, write_records
 
 
@@ -25,8 +38,13 @@ class _AnyRevision:
         return "ANY_REVISION"
 
 
-# Pass as ``expected_revision`` to skip the stale-edit check (fixture loads, scripts).
+# Pass as ``expected_revision`` to name no revision: a whole document is written without
+# the stale-edit check (fixture loads, scripts); a change is applied to the latest revision.
 ANY_REVISION: Any = _AnyRevision()
+
+# How many times a change that names no revision is read and applied again when another
+# writer lands between its read and its write (each attempt is refused as stale, not lost).
+STALE_RETRIES = 3
 
 
 def _write(
@@ -39,6 +57,7 @@ def _write(
     material: bool,
     expected_revision: Any,
     action: str | None = None,
+    role: str | None = None,
 ) -> WriteOutcome:
     checked = expected_revision is not ANY_REVISION
     (outcome,) = write_records(
@@ -55,8 +74,87 @@ def _write(
         ],
         summary=summary,
         material=material,
+        role=role,
     )
     return outcome
+
+
+def record_change(
+    *,
+    user: AbstractBaseUser,
+    kind: str,
+    key: str,
+    change: Callable[[dict[str, Any] | None], dict[str, Any]],
+    summary: str,
+    material: bool = True,
+    expected_revision: Any = ANY_REVISION,
+    mode: str = "update",
+    action: str | None = None,
+    role: str | None = None,
+) -> WriteOutcome:
+    """Write ``change(document)`` over the record as it is now, without losing a
+    concurrent change (the module's docstring says how).
+
+    ``change`` gets a copy of the live document (None for a missing record, which only an
+    ``upsert`` accepts; ``update`` answers ``RecordNotFound``) and returns the document to
+    write; it is called again on each retry, with the document read again.
+    """
+    for attempt in range(STALE_RETRIES):
+        # the number first: a write landing before the document is read makes it newer
+        # than the number, and the write below is refused as stale rather than merged
+        latest = latest_revision_number(kind, key)
+        current = record_document(kind, key)
+        if current is None and mode == "update":
+            raise RecordNotFound(kind, key)
+        if expected_revision is not ANY_REVISION and expected_revision != latest:
+            raise StaleRevision(record=f"{kind} {key}", expected=expected_revision, current=latest)
+        try:
+            return _write(
+                user=user,
+                kind=kind,
+                document=change(copy.deepcopy(current)),
+                mode=mode,
+                summary=summary,
+                material=material,
+                expected_revision=latest,
+                action=action,
+                role=role,
+            )
+        except StaleRevision:
+            if expected_revision is not ANY_REVISION or attempt == STALE_RETRIES - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """Apply an RFC 7386 JSON merge patch: objects merge, ``null`` removes, anything else
+    replaces (lists are replaced whole)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for name, value in patch.items():
+        if value is None:
+            result.pop(name, None)
+        else:
+            result[name] = merge_patch(result.get(name), value)
+    return result
+
+
+def parse_update(kind: str, key: str, document: Any) -> dict[str, Any]:
+    """``document`` checked and normalized as the new version of record ``key``
+    (``parse_document``; the key never changes)."""
+    _, parsed = parse_document(document, kind)
+    if parsed["key"] != key:
+        raise RuleViolations(
+            [
+                RuleViolation(
+                    "record.key_mismatch",
+                    f"the document's key {parsed['key']} is not {key}; keys never change",
+                    "key",
+                )
+            ]
+        )
+    return parsed
 
 
 def record_create(
@@ -86,26 +184,42 @@ def record_update(
     expected_revision: Any = ANY_REVISION,
 ) -> WriteOutcome:
     """Replace a record with a whole document; ``expected_revision`` guards lost updates."""
-    _, parsed = parse_document(document, kind)
-    if parsed["key"] != key:
-        raise RuleViolations(
-            [
-                RuleViolation(
-                    "record.key_mismatch",
-                    f"the document's key {parsed['key']} is not {key}; keys never change",
-                    "key",
-                )
-            ]
-        )
     return _write(
         user=user,
         kind=kind,
-        document=parsed,
+        document=parse_update(kind, key, document),
         mode="update",
         summary=summary,
         material=material,
         expected_revision=expected_revision,
     )
+
+
+def record_patch(
+    *,
+    user: AbstractBaseUser,
+    kind: str,
+    key: str,
+    patch: Any,
+    summary: str,
+    material: bool = True,
+    expected_revision: Any = ANY_REVISION,
+) -> WriteOutcome:
+    """Apply an RFC 7386 JSON merge patch to the record as it is now (``merge_patch``)."""
+    return record_change(
+        user=user,
+        kind=kind,
+        key=key,
+        change=lambda document: parse_update(kind, key, merge_patch(document, patch)),
+        summary=summary,
+        material=material,
+        expected_revision=expected_revision,
+    )
+
+
+def _withdrawn(document: dict[str, Any]) -> dict[str, Any]:
+    document["status"] = "withdrawn"
+    return document
 
 
 def record_withdraw(
@@ -118,23 +232,16 @@ def record_withdraw(
     expected_revision: Any = ANY_REVISION,
 ) -> WriteOutcome:
     """Withdraw a record: its status becomes ``withdrawn``; nothing is erased."""
-    with transaction.atomic():
-        lock_head()  # the document read below is the one written back
-        document = record_document(kind, key)
-        if document is None:
-            raise RecordNotFound(kind, key)
-        document = copy.deepcopy(document)
-        document["status"] = "withdrawn"
-        return _write(
-            user=user,
-            kind=kind,
-            document=document,
-            mode="update",
-            summary=summary,
-            material=material,
-            expected_revision=expected_revision,
-            action="withdraw",
-        )
+    return record_change(
+        user=user,
+        kind=kind,
+        key=key,
+        change=_withdrawn,
+        summary=summary,
+        material=material,
+        expected_revision=expected_revision,
+        action="withdraw",
+    )
 
 
 def case_create(**kwargs) -> WriteOutcome:

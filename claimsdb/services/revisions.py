@@ -6,14 +6,12 @@ import json
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
 
 from claimsdb.models import Revision
-from claimsdb.records import RecordNotFound, record_document
+from claimsdb.records import RecordNotFound
 
-from .ledger import lock_head
-from .records import ANY_REVISION
-from .writer import RecordWrite, WriteOutcome, write_records
+from .records import ANY_REVISION, record_change
+from .writer import WriteOutcome
 
 
 def revision_revert(
@@ -27,11 +25,24 @@ def revision_revert(
     """Restore the record of revision ``number`` as it was then, as a new ``revert`` revision.
 
     Imported reproduction runs are kept as they are now: a revert restores what analysts
-    wrote and never drops imported evidence.
+    wrote and never drops imported evidence (the record is read as it is now and changed,
+    as any change is: ``records.record_change``).
     """
-    with transaction.atomic():
-        lock_head()  # the runs read below are the ones kept
-        return _revert(user, number, summary, material, expected_revision)
+    revision = Revision.objects.filter(number=number).first()
+    if revision is None:
+        raise RecordNotFound("revision", str(number))
+    return record_change(
+        user=user,
+        kind=revision.record_kind,
+        key=revision.record_key,
+        change=lambda current: revert_document(revision, current),
+        summary=summary,
+        material=material,
+        expected_revision=expected_revision,
+        mode="upsert",
+        action="revert",
+        role="reviewer",
+    )
 
 
 def revert_document(revision: Revision, current: dict[str, Any] | None) -> dict[str, Any]:
@@ -44,29 +55,3 @@ def revert_document(revision: Revision, current: dict[str, Any] | None) -> dict[
     if current is not None and revision.record_kind == "case":
         document["reproduction_runs"] = current["reproduction_runs"]
     return document
-
-
-def _revert(user, number: int, summary: str, material: bool, expected_revision: Any):
-    revision = Revision.objects.filter(number=number).first()
-    if revision is None:
-        raise RecordNotFound("revision", str(number))
-    current = record_document(revision.record_kind, revision.record_key)
-    document = revert_document(revision, current)
-    checked = expected_revision is not ANY_REVISION
-    (outcome,) = write_records(
-        user=user,
-        writes=[
-            RecordWrite(
-                kind=revision.record_kind,
-                document=document,
-                mode="upsert",
-                action="revert",
-                expected_revision=expected_revision if checked else None,
-                check_expected=checked,
-            )
-        ],
-        summary=summary,
-        material=material,
-        role="reviewer",
-    )
-    return outcome

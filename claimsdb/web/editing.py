@@ -1,10 +1,11 @@
 """The save cycle every editing page shares.
 
-A page shows forms for part of a record. On save it builds a whole new document from the
-record's current document and its forms, and calls ONE service. What comes back is shown in
-place: each rule violation next to the field its path points to (the rest at the top), a
-stale edit as a conflict with the other person's change as a diff. Whatever the analyst typed
-stays in the form.
+A page shows forms for part of a record. On save it calls ONE service with the revision the
+form was opened on: most pages build a whole new document from the record's current
+document and their forms, a page that changes one claim calls that claim's service. What
+comes back is shown in place: each rule violation next to the field its path points to (the
+rest at the top), a stale edit as a conflict with the other person's change as a diff.
+Whatever the analyst typed stays in the form.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from claimsdb.records import (
     loads,
     record_document,
 )
-from claimsdb.services import record_create, record_update
+from claimsdb.services import WriteOutcome, record_create, record_update
 
 from . import stash
 from .access import request_has_role
@@ -158,7 +159,8 @@ class RecordEditView(View):
     change the document; this class runs the save cycle.
 
     ``mode``: ``update`` edits an existing record (``record_update`` with the form's base
-    revision), ``create`` makes a new one (``record_create``).
+    revision), ``create`` makes a new one (``record_create``). A page that changes a record
+    through another service overrides ``write``.
     """
 
     kind = "case"
@@ -233,8 +235,7 @@ class RecordEditView(View):
         placer = ViolationPlacer()
         placer.add("", save, {"summary": "summary"}, catch_all=False)
         try:
-            document = self.build_document(copy.deepcopy(self.document), section, placer)
-            outcome = self.call_service(document, save.cleaned_data)
+            outcome = self.write(section, placer, save.cleaned_data)
         except StaleRevision as stale:
             return self.render_conflict(section, save, stale)
         except RuleViolations as refused:
@@ -277,7 +278,12 @@ class RecordEditView(View):
         messages.info(request, self.resumed(parked["data"], parked))
         return self.render_input(parked["data"])
 
-    def call_service(self, document: dict[str, Any], save: dict[str, Any]):
+    def write(
+        self, section: dict[str, Any], placer: ViolationPlacer, save: dict[str, Any]
+    ) -> WriteOutcome:
+        """The save's one service call: the document rebuilt from the forms
+        (``build_document``), written whole."""
+        document = self.build_document(copy.deepcopy(self.document), section, placer)
         if self.mode == "create":
             return record_create(
                 user=self.request.user,
@@ -287,14 +293,19 @@ class RecordEditView(View):
                 material=save["material"],
             )
         return record_update(
-            user=self.request.user,
-            kind=self.kind,
-            key=self.record_key(),
-            document=document,
-            summary=save["summary"],
-            material=save["material"],
-            expected_revision=save["base_revision"],
+            kind=self.kind, key=self.record_key(), document=document, **self.service_arguments(save)
         )
+
+    def service_arguments(self, save: dict[str, Any]) -> dict[str, Any]:
+        """What every service call of a save is given: the user, the summary and whether the
+        change is material, and the revision the form was opened on (a save based on an
+        older one is refused as stale, and shown as a conflict)."""
+        return {
+            "user": self.request.user,
+            "summary": save["summary"],
+            "material": save["material"],
+            "expected_revision": save["base_revision"],
+        }
 
     def current_revision(self) -> int | None:
         if self.mode == "create":

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from claimsdb import selectors
 from claimsdb.models import AssessmentMethod
+from claimsdb.services import WriteOutcome, claim_add, claim_move, claim_update, claim_withdraw
 
 from .. import stash
 from ..access import request_has_role
@@ -167,8 +168,17 @@ class ClaimEditView(RecordEditView):
             ),
         }
 
-    def build_document(self, document, section, placer):
-        index = self.claim_index(document)
+    def write(self, section, placer, save) -> WriteOutcome:
+        claim = self.claim_from(section, placer, self.claim_index(self.document))
+        if self.claim_id is None:
+            return claim_add(
+                case_key=self.record_key(), claim=claim, **self.service_arguments(save)
+            )
+        return claim_update(claim_id=self.claim_id, claim=claim, **self.service_arguments(save))
+
+    def claim_from(self, section, placer: ViolationPlacer, index: int) -> dict[str, Any]:
+        """The claim as the forms give it; its violations are placed on them (the claim is
+        ``index`` in its case: added last, or where it stands)."""
         form = section["claim"]
         claim = {
             name: form.cleaned_data[name]
@@ -181,11 +191,7 @@ class ClaimEditView(RecordEditView):
         for position, row in enumerate(list_rows(section["evidence"])):
             claim["evidence"].append(row_data(row))
             placer.add(f"claims[{index}].evidence[{position}]", row)
-        if self.claim_id is None:
-            document["claims"].append(claim)
-        else:
-            document["claims"][index] = claim
-        return document
+        return claim
 
     def success_url(self, document):
         return case_url(document["key"], "claims")
@@ -248,17 +254,12 @@ class ClaimMoveView(ClaimsArrangeView):
 
     post = RecordEditView.post
 
-    def build_document(self, document, section, placer):
-        claims = document["claims"]
-        ids = [c["id"] for c in claims]
-        if self.kwargs["claim_id"] not in ids:
-            raise Http404(f"no claim {self.kwargs['claim_id']}")
-        index = ids.index(self.kwargs["claim_id"])
-        step = -1 if self.request.POST.get("direction") == "up" else 1
-        target = index + step
-        if 0 <= target < len(claims):
-            claims[index], claims[target] = claims[target], claims[index]
-        return document
+    def write(self, section, placer, save) -> WriteOutcome:
+        claim_id = self.kwargs["claim_id"]
+        if claim_id not in {claim["id"] for claim in self.document["claims"]}:
+            raise Http404(f"no claim {claim_id}")
+        offset = -1 if self.request.POST.get("direction") == "up" else 1
+        return claim_move(claim_id=claim_id, offset=offset, **self.service_arguments(save))
 
 
 class ClaimWithdrawView(RecordEditView):
@@ -271,11 +272,14 @@ class ClaimWithdrawView(RecordEditView):
     def default_summary(self) -> str:
         return f"Withdraw claim {self.kwargs['claim_id']}"
 
-    def claim(self) -> dict[str, Any]:
-        for claim in self.document["claims"]:
+    def claim_index(self) -> int:
+        for index, claim in enumerate(self.document["claims"]):
             if claim["id"] == self.kwargs["claim_id"]:
-                return claim
+                return index
         raise Http404(f"no claim {self.kwargs['claim_id']}")
+
+    def claim(self) -> dict[str, Any]:
+        return self.document["claims"][self.claim_index()]
 
     def build_forms(self, data, document):
         self.claim()
@@ -284,17 +288,18 @@ class ClaimWithdrawView(RecordEditView):
     def extra_context(self):
         return {"claim": self.claim()}
 
-    def build_document(self, document, section, placer):
+    def write(self, section, placer, save) -> WriteOutcome:
         form = section["withdraw"]
-        for index, claim in enumerate(document["claims"]):
-            if claim["id"] == self.kwargs["claim_id"]:
-                # the reason is the withdrawn status's note (docs/record-format.md)
-                claim["status"] = "withdrawn"
-                claim["status_note"] = form.cleaned_data["reason"]
-                placer.add(f"claims[{index}]", form, {"status_note": "reason"}, catch_all=False)
-                placer.section(f"claims[{index}]", "claim")
-                placer.section(f"claims[{index}].evidence", "claim")
-        return document
+        index = self.claim_index()
+        # the reason becomes the withdrawn claim's status note (docs/record-format.md)
+        placer.add(f"claims[{index}]", form, {"status_note": "reason"}, catch_all=False)
+        placer.section(f"claims[{index}]", "claim")
+        placer.section(f"claims[{index}].evidence", "claim")
+        return claim_withdraw(
+            claim_id=self.kwargs["claim_id"],
+            reason=form.cleaned_data["reason"],
+            **self.service_arguments(save),
+        )
 
     def success_url(self, document):
         return case_url(document["key"], "claims")

@@ -1,0 +1,171 @@
+"""The OpenAPI description of releases (``api/releases.py``): the bodies the views build
+(a release, its entries, its bundle), the publish request, and each operation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import serializers
+
+from claimsdb.models import ReleaseChange
+from claimsdb.records.kinds import record_kinds
+
+from .. import openapi
+
+RELEASE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "number": {"type": "integer", "example": 1},
+        "published_at": {"type": "string", "format": "date-time"},
+        "notes": {"type": "string"},
+        "last_revision": {
+            "type": "integer",
+            "description": "the ledger's latest revision when the release was published",
+        },
+        "counts": {
+            "type": "object",
+            "properties": {change: {"type": "integer"} for change in ReleaseChange.values},
+        },
+        "url": {"type": "string", "format": "uri"},
+        "page": {"type": "string", "format": "uri"},
+        "bundle": {"type": "string", "format": "uri"},
+    },
+}
+ENTRY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "kind": {"type": "string", "enum": record_kinds.names()},
+        "key": {"type": "string"},
+        "change": {"type": "string", "enum": list(ReleaseChange.values)},
+        "revision": {"type": "integer", "description": "the revision the public sees"},
+        "previous_revision": {
+            "type": "integer",
+            "nullable": True,
+            "description": "the revision the previous release published, if any",
+        },
+        "page": {"type": "string", "format": "uri"},
+    },
+}
+PAGE_LINK = {"type": "string", "format": "uri", "nullable": True}
+RELEASE_DETAIL_SCHEMA = {
+    "allOf": [
+        RELEASE_SCHEMA,
+        {
+            "type": "object",
+            "properties": {
+                "entries": {
+                    "type": "array",
+                    "items": ENTRY_SCHEMA,
+                    "description": "one page of the entries (`page`, `page_size`), by kind and key",
+                },
+                "entries_count": {"type": "integer", "description": "all the entries"},
+                "entries_next": {**PAGE_LINK, "description": "the next page of entries"},
+                "entries_previous": {**PAGE_LINK, "description": "the previous page"},
+            },
+        },
+    ]
+}
+BUNDLE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "format": {"type": "string", "enum": ["claimsdb.bundle/1"]},
+        **{
+            kind.plural: {"type": "array", "items": openapi.document_ref(kind.name)}
+            for kind in record_kinds.in_write_order()
+        },
+    },
+}
+RELEASE_PAGE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "count": {"type": "integer"},
+        "next": {"type": "string", "format": "uri", "nullable": True},
+        "previous": {"type": "string", "format": "uri", "nullable": True},
+        "results": {"type": "array", "items": RELEASE_SCHEMA},
+    },
+}
+
+
+class PublishRequest(serializers.Serializer):
+    """The body of ``POST /api/v1/releases/`` (documentation: the view reads it itself)."""
+
+    notes = serializers.CharField(help_text="what the release publishes and why")
+
+
+NUMBER_PARAMETER = OpenApiParameter(
+    "number", OpenApiTypes.INT, OpenApiParameter.PATH, description="the release number"
+)
+
+
+RELEASE_LIST = extend_schema_view(
+    get=extend_schema(
+        operation_id="releases_list",
+        summary="List releases",
+        description="Every release, newest first, with its counts by change. Public.",
+        tags=["releases"],
+        auth=openapi.PUBLIC_READ,
+        responses={200: RELEASE_PAGE_SCHEMA, **openapi.error_responses(404)},
+    ),
+    post=extend_schema(
+        operation_id="releases_create",
+        summary="Publish a release",
+        description="Publishes the latest revision of every ready case and active source, "
+        "rule and method (reviewers). Refused without notes (`release.notes_required`) or "
+        "when nothing changed since the previous release (`release.nothing_changed`).",
+        tags=["releases"],
+        request=PublishRequest,
+        responses={
+            201: OpenApiResponse(RELEASE_DETAIL_SCHEMA, description="the release published"),
+            **openapi.error_responses(400, 401, 403),
+        },
+        examples=[
+            OpenApiExample(
+                "notes",
+                value={"notes": "CP22-003 reviewed and ready."},
+                request_only=True,
+            )
+        ],
+    ),
+)
+
+
+RELEASE_DETAIL = extend_schema_view(
+    get=extend_schema(
+        operation_id="releases_retrieve",
+        summary="Read a release",
+        description="One release and a page of its entries (50 by default, by record kind "
+        "and key; follow `entries_next`): every record the public sees in it, the revision "
+        "it sees and how it changed against the previous release. Public.",
+        tags=["releases"],
+        auth=openapi.PUBLIC_READ,
+        parameters=[
+            NUMBER_PARAMETER,
+            OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
+            OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
+        ],
+        responses={200: RELEASE_DETAIL_SCHEMA, **openapi.error_responses(404)},
+    ),
+)
+
+
+RELEASE_BUNDLE = extend_schema_view(
+    get=extend_schema(
+        operation_id="releases_bundle",
+        summary="Download a release",
+        description="The release as one `claimsdb.bundle/1` built from its entries' "
+        "snapshots (withdrawn records included), byte-identical to `manage.py "
+        "export_records --release <n>`. A release never changes: cacheable for ever. Public.",
+        tags=["releases"],
+        auth=openapi.PUBLIC_READ,
+        parameters=[NUMBER_PARAMETER],
+        responses={200: BUNDLE_SCHEMA, **openapi.error_responses(404)},
+    ),
+)
