@@ -1,6 +1,6 @@
 """The README documents every stable violation code."""
 
-from claimsdb.rules.codes import CODES
+from claimsdb.codes import CODES
 
 from .conftest import ROOT
 

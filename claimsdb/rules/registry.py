@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .codes import CODES
+from claimsdb.codes import REGISTERED, Code
 
 if TYPE_CHECKING:
     from claimsdb.records import RuleViolation
@@ -29,7 +29,7 @@ FIELD_RULES: dict[str, list[FieldRule]] = {"case": [], "source": [], "rule": [],
 SCOPE_RULES: list[ScopeRuleCheck] = []
 
 
-def field_rule(kind: str, *codes: str) -> Callable[[FieldRule], FieldRule]:
+def field_rule(kind: str, *codes: Code) -> Callable[[FieldRule], FieldRule]:
     def register(function: FieldRule) -> FieldRule:
         FIELD_RULES[kind].append(function)
         _known(codes)
@@ -38,7 +38,7 @@ def field_rule(kind: str, *codes: str) -> Callable[[FieldRule], FieldRule]:
     return register
 
 
-def scope_rule(*codes: str) -> Callable[[ScopeRuleCheck], ScopeRuleCheck]:
+def scope_rule(*codes: Code) -> Callable[[ScopeRuleCheck], ScopeRuleCheck]:
     def register(function: ScopeRuleCheck) -> ScopeRuleCheck:
         SCOPE_RULES.append(function)
         _known(codes)
@@ -47,10 +47,10 @@ def scope_rule(*codes: str) -> Callable[[ScopeRuleCheck], ScopeRuleCheck]:
     return register
 
 
-def _known(codes: tuple[str, ...]) -> None:
-    unknown = [code for code in codes if code not in CODES]
+def _known(codes: tuple[Code, ...]) -> None:
+    unknown = [code for code in codes if code not in REGISTERED]
     if unknown:
-        raise ValueError(f"document these codes in rules/codes.py first: {unknown}")
+        raise ValueError(f"document these codes in claimsdb/codes.py first: {unknown}")
 
 
 def run_field_rules(kind: str, document: dict[str, Any], context: DocumentContext):
