@@ -3,8 +3,10 @@ meaning beside it.
 
 Tools match on these codes; the messages beside them may be reworded, the codes never. Code
 names a member (``ScopeCode.NON_ATTRIBUTION``), so a misspelt name fails when the line runs
-(and under a type checker); tests/test_codes.py checks every code written as a string in the
-tree against ``REGISTERED``.
+(and under a type checker). A code given as a string is checked against ``REGISTERED`` when
+a ``RuleViolation`` is made: it raises under ``STRICT_VIOLATION_CODES`` (the tests, DEBUG)
+and is logged elsewhere; tests/test_codes.py also checks every code written as a string in
+the tree.
 
 This module depends on nothing in claimsdb, so that every layer may import it.
 """
@@ -458,6 +460,9 @@ class DrfCode(Code):
         "a request field with a lone surrogate character",
     )
     INVALID_CHOICE = "invalid_choice", "a request parameter is not one of its choices"
+    MIN_VALUE = "min_value", "a number in the request body is below its least value"
+    MAX_VALUE = "max_value", "a number in the request body is above its greatest value"
+    MAX_STRING_LENGTH = "max_string_length", "a number in the request body has too many digits"
     AUTHORIZATION = (
         "authorization",
         "the username and password of a token request do not sign in (HTTP 400)",

@@ -4,9 +4,14 @@ a misspelt code caught by the tests, wherever it is written."""
 from __future__ import annotations
 
 import ast
+import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import TestCase
+
+import pytest
+from django.test import override_settings
 
 from claimsdb.codes import (
     CODES,
@@ -15,6 +20,7 @@ from claimsdb.codes import (
     DrfCode,
     ImportNowCode,
     ScopeCode,
+    UnknownCode,
 )
 from claimsdb.records import RuleViolation
 
@@ -48,6 +54,21 @@ def test_a_member_is_its_code():
     assert violation.as_dict()["code"] == "scope.non_attribution"
     assert f"{ScopeCode.NON_ATTRIBUTION}" == str(ScopeCode.NON_ATTRIBUTION)
     assert str(ScopeCode.NON_ATTRIBUTION) == "scope.non_attribution"
+
+
+def test_an_unregistered_code_raises_where_codes_are_strict():
+    with override_settings(STRICT_VIOLATION_CODES=True), pytest.raises(UnknownCode):
+        RuleViolation("scope.non_atribution", "a misspelt code")
+
+
+def test_an_unregistered_code_is_logged_in_production():
+    with (
+        override_settings(STRICT_VIOLATION_CODES=False),
+        TestCase().assertLogs("claimsdb.codes", logging.ERROR) as logged,
+    ):
+        violation = RuleViolation("scope.non_atribution", "a misspelt code")
+    assert violation.code == "scope.non_atribution"
+    assert "scope.non_atribution" in logged.output[0]
 
 
 # --- every code written as a string in the tree ------------------------------------------------
