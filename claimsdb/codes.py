@@ -6,7 +6,7 @@ names a member (``ScopeCode.NON_ATTRIBUTION``), so a misspelt name fails when th
 (and under a type checker). A code given as a string is checked against ``REGISTERED`` when
 a ``RuleViolation`` is made: it raises under ``STRICT_VIOLATION_CODES`` (the tests, DEBUG)
 and is logged elsewhere; tests/test_codes.py also checks every code written as a string in
-the tree.
+the tree. docs/codes.md is written from this module (``python -m claimsdb.codes_doc``).
 
 This module depends on nothing in claimsdb, so that every layer may import it.
 """
@@ -100,13 +100,13 @@ class RevisionCode(Code):
 
 
 class PermissionCode(Code):
-    """Roles."""
+    """The acting user's role, checked before a change and again inside its transaction."""
 
     DENIED = "permission.denied", "the acting user's role does not allow this change"
 
 
 class StatusCode(Code):
-    """A case's status."""
+    """A case's status, which decides what a release publishes."""
 
     READY_NEEDS_REVIEWER = (
         "status.ready_needs_reviewer",
@@ -116,7 +116,7 @@ class StatusCode(Code):
 
 
 class ClaimCode(Code):
-    """Claims."""
+    """Claims: their permanent IDs, and the evidence their status needs."""
 
     ID_FORMAT = "claim.id_format", "a claim ID does not match ^CLM-[A-Z0-9]+(-[A-Z0-9]+)*$"
     ID_TAKEN = (
@@ -132,7 +132,7 @@ class ClaimCode(Code):
 
 
 class EvidenceCode(Code):
-    """Evidence links."""
+    """Evidence links from a claim to a source."""
 
     SOURCE_UNKNOWN = (
         "evidence.source_unknown",
@@ -141,7 +141,7 @@ class EvidenceCode(Code):
 
 
 class SourceCode(Code):
-    """Evidence sources."""
+    """Evidence source records."""
 
     URL_SCHEME = (
         "source.url_scheme",
@@ -178,7 +178,7 @@ class AssessmentCode(Code):
 
 
 class FigureCode(Code):
-    """Figures."""
+    """Figures of a case: their IDs, their claims, their use by other cases."""
 
     ID_FORMAT = "figure.id_format", "a figure ID does not match ^FIG-[A-Z0-9]+(-[A-Z0-9]+)*$"
     ID_DUPLICATE = "figure.id_duplicate", "the same figure ID twice in one case"
@@ -191,7 +191,7 @@ class FigureCode(Code):
 
 
 class AttributionCode(Code):
-    """Attributions of figures."""
+    """Figures of other cases that a case uses."""
 
     FIGURE_UNKNOWN = (
         "attribution.figure_unknown",
@@ -210,7 +210,7 @@ class RelationCode(Code):
 
 
 class CaseCode(Code):
-    """A case as a whole."""
+    """A case document as a whole."""
 
     REPRODUCTION_RUNS_READONLY = (
         "case.reproduction_runs_readonly",
@@ -244,14 +244,14 @@ class ScopeCode(Code):
 
 
 class RuleCode(Code):
-    """Scope rule records."""
+    """Scope rule records: what they name."""
 
     FIGURE_UNKNOWN = "rule.figure_unknown", "a scope rule names a figure that does not exist"
     CASE_UNKNOWN = "rule.case_unknown", "a scope rule names a case that does not exist"
 
 
 class MethodCode(Code):
-    """Assessment method records."""
+    """Assessment method records: their vocabulary, immutable once used."""
 
     INVALID = (
         "method.invalid",
@@ -383,7 +383,7 @@ class ImportNowCode(Code):
 
 
 class ReleaseCode(Code):
-    """Releases."""
+    """Publishing a release, and reading one."""
 
     NOTES_REQUIRED = "release.notes_required", "publishing a release needs notes"
     NOTHING_CHANGED = (
@@ -394,7 +394,7 @@ class ReleaseCode(Code):
 
 
 class PaginationCode(Code):
-    """The API's cursors."""
+    """The API's cursors through the revision feed."""
 
     CURSOR_INVALID = (
         "pagination.cursor_invalid",
@@ -404,13 +404,13 @@ class PaginationCode(Code):
 
 
 class ServerCode(Code):
-    """Failures of the server itself."""
+    """An error of the server itself, not of the request."""
 
     ERROR = "server.error", "an unexpected error, logged on the server (HTTP 500)"
 
 
 class RequestCode(Code):
-    """A request as a whole."""
+    """A request as a whole, before its document is read."""
 
     TOO_LARGE = (
         "request.too_large",
@@ -419,7 +419,7 @@ class RequestCode(Code):
 
 
 class SigninCode(Code):
-    """Signing in."""
+    """Signing in, on the web or for an API token."""
 
     THROTTLED = (
         "signin.throttled",

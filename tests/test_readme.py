@@ -1,11 +1,18 @@
-"""The README documents every stable violation code."""
+"""The documentation kept in step with the code: docs/codes.md is what the codes registry
+(claimsdb/codes.py) writes, and lists every code."""
 
-from claimsdb.codes import CODES
+from claimsdb import codes_doc
+from claimsdb.codes import REGISTERED
 
 from .conftest import ROOT
 
 
-def test_readme_lists_every_code():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    missing = [code for code in CODES if f"`{code}`" not in readme]
+def test_codes_doc_is_written_from_the_registry():
+    written = (ROOT / "docs" / "codes.md").read_text(encoding="utf-8")
+    assert written == codes_doc.render(), "docs/codes.md is stale: python -m claimsdb.codes_doc"
+
+
+def test_codes_doc_lists_every_code():
+    text = codes_doc.render()
+    missing = [code for code in REGISTERED if f"| `{code}` |" not in text]
     assert missing == []
