@@ -1,6 +1,6 @@
 """How the fields of a JSON object are described: the one vocabulary of the record formats
 (claimsdb/records/schema.py, checked by ``records.schema.check``) and of a results file's
-header (claimsdb/importers/repro/header.py, checked by ``importers.repro.fields.check``).
+header (claimsdb/importers/repro/header.py, checked by ``importers.repro.field_check.check``).
 
 It imports nothing of claimsdb but the codes, so that the importer's pure parser can use it
 without Django.

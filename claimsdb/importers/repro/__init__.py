@@ -8,9 +8,9 @@ before, is for the database-side importer (``importers/repro_results.py``) to de
 
 The modules: ``format`` (the format's vocabularies and patterns), ``scanner`` (the one pass
 over the JSON events), ``tally`` (what each scenario's rows add up to), ``header`` and
-``fields`` (the header, described and checked in the records' field vocabulary),
+``field_check`` (the header, described and checked in the records' field vocabulary),
 ``problems`` and ``messages`` (what is reported, and in which words), ``run`` (what the
-pass learned).
+pass learned), ``parse`` (the two passes).
 """
 
 from .format import FORMAT, SUPPORTED_FORMATS

@@ -2,11 +2,13 @@
 record formats are written in (``claimsdb.fieldspec.Field``, records/schema.py), with the
 checks across its fields.
 
-``RUN`` is the whole header as docs/repro-results-1.md defines it; ``fields.check`` walks it.
+``RUN`` is the whole header as docs/repro-results-1.md defines it; ``field_check.check`` walks
+it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -14,7 +16,7 @@ from claimsdb import choices, limits
 from claimsdb.codes import ReproCode
 from claimsdb.fieldspec import Field
 
-from . import fields
+from . import field_check
 from .format import (
     BACKEND_PATTERN,
     BACKENDS,
@@ -106,12 +108,16 @@ def time_order(run: dict[str, Any], path: str, log: ProblemLog) -> None:
 
 # --- the fields -------------------------------------------------------------------------------
 
-
-def _object(description: str, cross_check: Any = None, **fields: Field) -> Field:
-    return Field("object", fields=fields, description=description, cross_check=cross_check)
+CrossCheck = Callable[[Any, str, ProblemLog], None]
 
 
-def _list(item: Field, *, min_items: int = 0, unique: str = "", cross_check: Any = None) -> Field:
+def _object(description: str, cross_check: CrossCheck | None = None, **members: Field) -> Field:
+    return Field("object", fields=members, description=description, cross_check=cross_check)
+
+
+def _list(
+    item: Field, *, min_items: int = 0, unique: str = "", cross_check: CrossCheck | None = None
+) -> Field:
     return Field(
         "list",
         item=item,
@@ -233,4 +239,4 @@ RUN = _object(
 
 
 def check_header(header: dict[str, Any], log: ProblemLog) -> None:
-    fields.check(RUN, header, "", log)
+    field_check.check(RUN, header, "", log)
