@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 FORMAT = "repro-results/1"
 SUPPORTED_FORMATS = (FORMAT,)
@@ -80,6 +80,6 @@ def parse_timestamp(value: Any) -> datetime | None:
         return None
 
 
-def is_count(value: Any) -> bool:
+def is_count(value: Any) -> TypeGuard[int]:
     """A whole number of 0 or more (not a boolean, not 1.0)."""
     return type(value) is int and value >= 0

@@ -8,7 +8,7 @@ storing. Neither touches the database.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any
 
 import ijson
 
@@ -19,12 +19,12 @@ from .format import SUPPORTED_FORMATS
 from .header import check_header
 from .problems import Problem, ProblemLog
 from .run import ParsedRun
-from .scanner import CountingReader, NotAnObject, Scan, TooDeep, TooLarge
+from .scanner import CountingReader, NotAnObject, Readable, Scan, TooDeep, TooLarge
 
 BUF_SIZE = 256 * 1024
 
 
-def parse_results(stream: BinaryIO) -> tuple[ParsedRun | None, list[Problem]]:
+def parse_results(stream: Readable) -> tuple[ParsedRun | None, list[Problem]]:
     """Check a whole results file in one streaming pass.
 
     Returns the run (None when the file is not readable as a `repro-results/1` object) and
@@ -53,7 +53,7 @@ def parse_results(stream: BinaryIO) -> tuple[ParsedRun | None, list[Problem]]:
     return ParsedRun.from_scan(scan), log.problems()
 
 
-def trial_rows(stream: BinaryIO) -> Iterator[dict[str, Any]]:
+def trial_rows(stream: Readable) -> Iterator[dict[str, Any]]:
     """The trial rows of a file that ``parse_results`` accepted, in file order, as objects
     (numbers that are not whole read as floats)."""
     return ijson.items(stream, "trials.item", buf_size=BUF_SIZE, use_float=True)

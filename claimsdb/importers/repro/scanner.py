@@ -10,7 +10,7 @@ what is wrong with it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 import ijson
 
@@ -49,10 +49,17 @@ class TooDeep(Exception):
         self.message = f"The JSON is nested deeper than {MAX_DEPTH} levels at {label(path)}."
 
 
+class Readable(Protocol):
+    """What the parser reads from: a binary file, or a wrapper such as the importer's, which
+    hashes what passes through."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class CountingReader:
     """Wraps the stream to tell how far the parser got and whether anything but space came."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: Readable) -> None:
         self._stream = stream
         self.offset = 0
         self.saw_content = False
@@ -246,7 +253,7 @@ class Scan:
                 )
                 continue
             row: dict[str, Any] = {}
-            key = None
+            key: Any = None
             for event, value in events:
                 if event == "map_key":
                     key = value
