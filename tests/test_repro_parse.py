@@ -111,6 +111,202 @@ def test_every_header_field_reports_a_repro_code():
     assert checked and all(spec.code.startswith("repro.") for spec in checked)
 
 
+_DROP = object()
+# (where, what) -> every problem, word for word: the header's messages, which clients show
+HEADER_MESSAGES = [
+    (
+        ("harness",),
+        [],
+        [("repro.type", "harness", "harness must be an object (the harness), not a list.")],
+    ),
+    (
+        ("harness", "name"),
+        "  ",
+        [("repro.invalid", "harness.name", 'harness.name is "  "; it must be a non-empty name.')],
+    ),
+    (
+        ("harness", "version"),
+        _DROP,
+        [("repro.missing", "harness.version", "Harness has no version.")],
+    ),
+    (
+        ("environment", "gpus", 0, "vram"),
+        80,
+        [
+            (
+                "repro.unknown_key",
+                "environment.gpus[0].vram",
+                '"vram" is not a field of a GPU in repro-results/1; only keys beginning with x- '
+                "may be added.",
+            )
+        ],
+    ),
+    (
+        ("environment", "gpus"),
+        [],
+        [("repro.invalid", "environment.gpus", "environment.gpus must hold at least 1 entry.")],
+    ),
+    (
+        ("environment", "gpus", 0, "memory_gib"),
+        -1.5,
+        [
+            (
+                "repro.invalid",
+                "environment.gpus[0].memory_gib",
+                "environment.gpus[0].memory_gib is -1.5; it must be 0 or more.",
+            )
+        ],
+    ),
+    (
+        ("harness", "commit"),
+        "xyz",
+        [
+            (
+                "repro.invalid",
+                "harness.commit",
+                'harness.commit is "xyz"; it must be a hexadecimal commit id (4 to 64 hex digits).',
+            )
+        ],
+    ),
+    (
+        ("case",),
+        "A" * 41,
+        [
+            (
+                "repro.invalid",
+                "case",
+                f'case is "{"A" * 41}"; it must be a case key such as CP22-003 (upper-case letters '
+                "and digits in groups joined by '-', at most 40 characters).",
+            )
+        ],
+    ),
+    (
+        ("claims", 0),
+        "CLM-cp",
+        [
+            (
+                "repro.invalid",
+                "claims[0]",
+                'claims[0] is "CLM-cp"; it must be a claim id such as CLM-CP22-003-B.',
+            )
+        ],
+    ),
+    (
+        ("setting",),
+        "production",
+        [
+            (
+                "repro.setting_not_lab",
+                "setting",
+                'setting is "production", but it must be "lab": imported results are lab '
+                "observations of a reproduction and never become production figures.",
+            )
+        ],
+    ),
+    (("setting",), 1, [("repro.type", "setting", 'setting must be the string "lab", not 1.')]),
+    (
+        ("scenarios", 1, "mitigations"),
+        ["abort_ack", "abort_ack", "magic"],
+        [
+            (
+                "repro.invalid",
+                "scenarios[1].mitigations[1]",
+                'The mitigation "abort_ack" is listed twice; mitigations are a set.',
+            ),
+            (
+                "repro.invalid",
+                "scenarios[1].mitigations[2]",
+                'scenarios[1].mitigations[2] is "magic"; it must be one of abort_ack, '
+                "deferred_release, generation_token, kv_checksum.",
+            ),
+        ],
+    ),
+    (
+        ("scenarios", 0, "backend"),
+        "other:",
+        [
+            (
+                "repro.invalid",
+                "scenarios[0].backend",
+                'scenarios[0].backend is "other:"; it must be mooncake, nixl, mori or '
+                "other:<name>.",
+            )
+        ],
+    ),
+    (
+        ("scenarios", 0, "free_list_order"),
+        "random",
+        [
+            (
+                "repro.invalid",
+                "scenarios[0].free_list_order",
+                'scenarios[0].free_list_order is "random"; it must be one of fifo, lifo.',
+            )
+        ],
+    ),
+    (
+        ("scenarios", 0, "seed"),
+        1.0,
+        [
+            (
+                "repro.type",
+                "scenarios[0].seed",
+                "scenarios[0].seed must be a whole number (0 or more), not 1.0.",
+            )
+        ],
+    ),
+    (
+        ("scenarios", 0, "seed"),
+        -2,
+        [("repro.invalid", "scenarios[0].seed", "scenarios[0].seed is -2; it must be 0 or more.")],
+    ),
+    (
+        ("started_at",),
+        "2026-13-01T00:00:00Z",
+        [
+            (
+                "repro.invalid",
+                "started_at",
+                'started_at is "2026-13-01T00:00:00Z"; it must be an RFC 3339 timestamp with a '
+                "zone, e.g. 2026-10-21T09:14:03Z.",
+            )
+        ],
+    ),
+    (
+        ("started_at",),
+        5,
+        [("repro.type", "started_at", "started_at must be an RFC 3339 timestamp string, not 5.")],
+    ),
+    (("notes",), None, [("repro.type", "notes", "notes must be a string, not null.")]),
+    (
+        ("Notes",),
+        "x",
+        [
+            (
+                "repro.unknown_key",
+                "Notes",
+                '"Notes" is not a field of a results file in repro-results/1; only keys beginning '
+                "with x- may be added.",
+            )
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("where", "value", "expected"), HEADER_MESSAGES)
+def test_header_problems_read_word_for_word(where: tuple, value: Any, expected: list):
+    document = _document("valid-small")
+    parent = _container(document, where[:-1])
+    if value is _DROP:
+        del parent[where[-1]]
+    else:
+        parent[where[-1]] = value
+
+    run, problems = _parse_bytes(json.dumps(document).encode())
+
+    assert [(p.code, p.path, p.message) for p in problems] == expected
+
+
 # --- the run summary --------------------------------------------------------------------------
 
 
