@@ -85,13 +85,13 @@ def child_copy(path: str) -> dict:
     from psycopg import sql
 
     from claimsdb.importers import storage
-    from claimsdb.importers.repro_parse import iter_trial_rows
+    from claimsdb.importers.repro import trial_rows
     from claimsdb.models import ReproductionRun, TrialRow
 
     _forget_run(path)
     scenario_pks = _scratch_scenarios()
     with open(path, "rb") as stream:
-        rows = [(scenario_pks[row.scenario], *row[1:9], None) for row in iter_trial_rows(stream)]
+        rows = list(storage.stored_rows(trial_rows(stream), scenario_pks))
     columns = [TrialRow._meta.get_field(name).column for name in storage.ROW_COLUMNS]
     statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
         sql.Identifier(TrialRow._meta.db_table),

@@ -9,6 +9,9 @@ os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
 from .settings import *  # noqa: F403
 from .settings import DATABASES
 
+# A misspelt violation code fails the test that makes it (claimsdb/codes.py).
+STRICT_VIOLATION_CODES = True
+
 # Fast hashing: the suite creates many users.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

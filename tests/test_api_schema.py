@@ -28,8 +28,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from claimsdb.codes import CODES
 from claimsdb.records import record_document
-from claimsdb.rules.codes import CODES
 from claimsdb.services import case_create, case_update
 from claimsdb.services.releases import release_publish
 

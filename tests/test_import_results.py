@@ -22,8 +22,8 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.db import connection
 
-from claimsdb.importers import repro_results
-from claimsdb.importers.repro_parse import parse_results
+from claimsdb.importers import repro_results, storage
+from claimsdb.importers.repro import parse_results, trial_rows
 from claimsdb.importers.repro_results import ResultsImporter
 from claimsdb.importers.synthetic import write_results_file
 from claimsdb.models import (
@@ -174,6 +174,35 @@ def test_database_sample_does_what_its_sidecar_says(path, seeded, analyst):
     else:
         assert after == before
         assert report.revision is None
+
+
+@pytest.mark.parametrize("path", _samples("valid"), ids=lambda p: p.stem)
+def test_the_second_pass_stores_exactly_the_rows(path):
+    """The rows as ``storage`` inserts them: the file's rows in order, latency a float."""
+    document = json.loads(path.read_text())
+    names = {s["id"] for s in document["scenarios"]}
+    pks = {name: pk for pk, name in enumerate(sorted(names), start=1)}
+    flags = storage.ROW_COLUMNS[2:8]
+    expected = []
+    for row in document.get("trials", []):
+        latency = row.get("latency_us")
+        extra = {k: v for k, v in row.items() if k.startswith("x-")}
+        expected.append(
+            (
+                pks[row["scenario"]],
+                row["n"],
+                *(row[flag] for flag in flags),
+                None if latency is None else float(latency),
+                json.dumps(extra, ensure_ascii=False) if extra else None,
+            )
+        )
+
+    with path.open("rb") as stream:
+        rows = list(storage.stored_rows(trial_rows(stream), pks))
+
+    assert rows == expected
+    assert all(type(row[1]) is int and all(type(f) is bool for f in row[2:8]) for row in rows)
+    assert all(row[8] is None or type(row[8]) is float for row in rows)
 
 
 def test_database_samples_are_valid_files():

@@ -14,7 +14,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from claimsdb import limits
-from claimsdb.importers import repro_parse
+from claimsdb.importers import repro
 from claimsdb.importers.repro_results import ResultsImporter
 from claimsdb.models import ImportReport, Revision
 from claimsdb.records import RuleViolations
@@ -169,7 +169,7 @@ def test_trial_rows_beyond_the_limit_are_refused(seeded, analyst, monkeypatch):
     assert [(p.code, p.path) for p in report.problems] == [("repro.too_many_trials", "trials[50]")]
     monkeypatch.setattr(limits, "TRIAL_ROWS_MAX", 1)  # counters only, no rows: their sum
     with VALID_SMALL.with_name("valid-no-trials.json").open("rb") as stream:
-        _, problems = repro_parse.parse_results(stream)
+        _, problems = repro.parse_results(stream)
     assert ("repro.too_many_trials", "scenarios") in [(p.code, p.path) for p in problems]
 
 

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from claimsdb.codes import CODES
 from claimsdb.importers.repro_results import ResultsImporter
 from claimsdb.records import RuleViolations, record_document
 from claimsdb.records.documents import parse_document
-from claimsdb.rules.codes import CODES
 from claimsdb.services import bundle_load, record_update
 
 from .repro_examples import VALID_SMALL

@@ -17,16 +17,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from claimsdb.importers.repro_parse import (
+from claimsdb.fieldspec import Field
+from claimsdb.importers.repro import (
     FORMAT,
     MAX_ROW_PROBLEMS,
     SUPPORTED_FORMATS,
     Problem,
     ScenarioSummary,
-    TrialRow,
-    iter_trial_rows,
     parse_results,
+    trial_rows,
 )
+from claimsdb.importers.repro.header import RUN
 
 pytestmark = []
 
@@ -96,6 +97,216 @@ def test_valid_sample_is_accepted_with_its_summary(path: Path):
     assert [s.id for s in run.scenario_summaries] == list(run.trial_counts)
 
 
+# --- the header's fields --------------------------------------------------------------------
+
+
+def _specs(spec: Field) -> list[Field]:
+    children = [spec.item] if spec.item is not None else list(spec.fields.values())
+    return [spec, *(inner for child in children for inner in _specs(child))]
+
+
+def test_every_header_field_reports_a_repro_code():
+    # a field left with the records' default code would report document.invalid_value
+    checked = [spec for spec in _specs(RUN) if spec.kind not in ("object", "str")]
+    assert checked and all(spec.code.startswith("repro.") for spec in checked)
+
+
+_DROP = object()
+# (where, what) -> every problem, word for word: the header's messages, which clients show
+HEADER_MESSAGES = [
+    (
+        ("harness",),
+        [],
+        [("repro.type", "harness", "harness must be an object (the harness), not a list.")],
+    ),
+    (
+        ("harness", "name"),
+        "  ",
+        [("repro.invalid", "harness.name", 'harness.name is "  "; it must be a non-empty name.')],
+    ),
+    (
+        ("harness", "version"),
+        _DROP,
+        [("repro.missing", "harness.version", "Harness has no version.")],
+    ),
+    (
+        ("environment", "gpus", 0, "vram"),
+        80,
+        [
+            (
+                "repro.unknown_key",
+                "environment.gpus[0].vram",
+                '"vram" is not a field of a GPU in repro-results/1; only keys beginning with x- '
+                "may be added.",
+            )
+        ],
+    ),
+    (
+        ("environment", "gpus"),
+        [],
+        [("repro.invalid", "environment.gpus", "environment.gpus must hold at least 1 entry.")],
+    ),
+    (
+        ("environment", "gpus", 0, "memory_gib"),
+        -1.5,
+        [
+            (
+                "repro.invalid",
+                "environment.gpus[0].memory_gib",
+                "environment.gpus[0].memory_gib is -1.5; it must be 0 or more.",
+            )
+        ],
+    ),
+    (
+        ("harness", "commit"),
+        "xyz",
+        [
+            (
+                "repro.invalid",
+                "harness.commit",
+                'harness.commit is "xyz"; it must be a hexadecimal commit id (4 to 64 hex digits).',
+            )
+        ],
+    ),
+    (
+        ("case",),
+        "A" * 41,
+        [
+            (
+                "repro.invalid",
+                "case",
+                f'case is "{"A" * 41}"; it must be a case key such as CP22-003 (upper-case letters '
+                "and digits in groups joined by '-', at most 40 characters).",
+            )
+        ],
+    ),
+    (
+        ("claims", 0),
+        "CLM-cp",
+        [
+            (
+                "repro.invalid",
+                "claims[0]",
+                'claims[0] is "CLM-cp"; it must be a claim id such as CLM-CP22-003-B.',
+            )
+        ],
+    ),
+    (
+        ("setting",),
+        "production",
+        [
+            (
+                "repro.setting_not_lab",
+                "setting",
+                'setting is "production", but it must be "lab": imported results are lab '
+                "observations of a reproduction and never become production figures.",
+            )
+        ],
+    ),
+    (("setting",), 1, [("repro.type", "setting", 'setting must be the string "lab", not 1.')]),
+    (
+        ("scenarios", 1, "mitigations"),
+        ["abort_ack", "abort_ack", "magic"],
+        [
+            (
+                "repro.invalid",
+                "scenarios[1].mitigations[1]",
+                'The mitigation "abort_ack" is listed twice; mitigations are a set.',
+            ),
+            (
+                "repro.invalid",
+                "scenarios[1].mitigations[2]",
+                'scenarios[1].mitigations[2] is "magic"; it must be one of abort_ack, '
+                "deferred_release, generation_token, kv_checksum.",
+            ),
+        ],
+    ),
+    (
+        ("scenarios", 0, "backend"),
+        "other:",
+        [
+            (
+                "repro.invalid",
+                "scenarios[0].backend",
+                'scenarios[0].backend is "other:"; it must be mooncake, nixl, mori or '
+                "other:<name>.",
+            )
+        ],
+    ),
+    (
+        ("scenarios", 0, "free_list_order"),
+        "random",
+        [
+            (
+                "repro.invalid",
+                "scenarios[0].free_list_order",
+                'scenarios[0].free_list_order is "random"; it must be one of fifo, lifo.',
+            )
+        ],
+    ),
+    (
+        ("scenarios", 0, "seed"),
+        1.0,
+        [
+            (
+                "repro.type",
+                "scenarios[0].seed",
+                "scenarios[0].seed must be a whole number (0 or more), not 1.0.",
+            )
+        ],
+    ),
+    (
+        ("scenarios", 0, "seed"),
+        -2,
+        [("repro.invalid", "scenarios[0].seed", "scenarios[0].seed is -2; it must be 0 or more.")],
+    ),
+    (
+        ("started_at",),
+        "2026-13-01T00:00:00Z",
+        [
+            (
+                "repro.invalid",
+                "started_at",
+                'started_at is "2026-13-01T00:00:00Z"; it must be an RFC 3339 timestamp with a '
+                "zone, e.g. 2026-10-21T09:14:03Z.",
+            )
+        ],
+    ),
+    (
+        ("started_at",),
+        5,
+        [("repro.type", "started_at", "started_at must be an RFC 3339 timestamp string, not 5.")],
+    ),
+    (("notes",), None, [("repro.type", "notes", "notes must be a string, not null.")]),
+    (
+        ("Notes",),
+        "x",
+        [
+            (
+                "repro.unknown_key",
+                "Notes",
+                '"Notes" is not a field of a results file in repro-results/1; only keys beginning '
+                "with x- may be added.",
+            )
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("where", "value", "expected"), HEADER_MESSAGES)
+def test_header_problems_read_word_for_word(where: tuple, value: Any, expected: list):
+    document = _document("valid-small")
+    parent = _container(document, where[:-1])
+    if value is _DROP:
+        del parent[where[-1]]
+    else:
+        parent[where[-1]] = value
+
+    run, problems = _parse_bytes(json.dumps(document).encode())
+
+    assert [(p.code, p.path, p.message) for p in problems] == expected
+
+
 # --- the run summary --------------------------------------------------------------------------
 
 
@@ -134,7 +345,7 @@ def test_scenario_summary_from_dict_reads_every_field():
 
 
 @pytest.mark.parametrize("path", _samples("valid"), ids=lambda p: p.stem)
-def test_iter_trial_rows_yields_exactly_the_rows(path: Path):
+def test_trial_rows_yields_exactly_the_rows(path: Path):
     document = json.loads(path.read_text())
     flags = (
         "aborted",
@@ -144,32 +355,23 @@ def test_iter_trial_rows_yields_exactly_the_rows(path: Path):
         "checksum_mismatch",
         "wrong_output",
     )
-    expected = [
-        TrialRow(
-            row["scenario"],
-            row["n"],
-            *(row[flag] for flag in flags),
-            row.get("latency_us"),
-            {k: v for k, v in row.items() if k.startswith("x-")},
-        )
-        for row in document.get("trials", [])
-    ]
 
     with path.open("rb") as stream:
-        rows = list(iter_trial_rows(stream))
+        rows = list(trial_rows(stream))
 
-    assert rows == expected
-    assert all(type(row.n) is int and type(row.aborted) is bool for row in rows)
-    assert all(row.latency_us is None or type(row.latency_us) is float for row in rows)
+    assert rows == document.get("trials", [])
+    assert all(type(row["n"]) is int for row in rows)
+    assert all(type(row[flag]) is bool for row in rows for flag in flags)
+    assert all(type(row.get("latency_us", 0.0)) in (int, float) for row in rows)
 
 
-def test_iter_trial_rows_keeps_row_extensions_and_missing_latency():
+def test_trial_rows_keeps_row_extensions_and_missing_latency():
     with (FIXTURES / "valid" / "trials-first-with-extensions.json").open("rb") as stream:
-        rows = list(iter_trial_rows(stream))
+        rows = list(trial_rows(stream))
 
-    assert rows[0].extra == {"x-gpu": 1}
-    assert rows[1].latency_us is None
-    assert rows[2].latency_us == 0.0
+    assert rows[0]["x-gpu"] == 1
+    assert "latency_us" not in rows[1]
+    assert rows[2]["latency_us"] == 0.0
 
 
 # --- messages an analyst reads ----------------------------------------------------------------
@@ -487,4 +689,4 @@ def test_trial_rows_before_the_scenarios_are_checked_the_same(tmp_path: Path):
     assert problems == []
     assert run.has_trials and run.trial_counts == {"mooncake-none-lifo": 5_000}
     with path.open("rb") as stream:
-        assert sum(1 for _ in iter_trial_rows(stream)) == 5_000
+        assert sum(1 for _ in trial_rows(stream)) == 5_000

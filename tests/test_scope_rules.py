@@ -347,7 +347,7 @@ def test_scope_table(seeded, reviewer, row):
 
 
 def test_every_scope_code_is_in_the_table():
-    from claimsdb.rules import CODES
+    from claimsdb.codes import CODES
 
     scope_codes = {c for c in CODES if c.startswith("scope.") or c == "assessment.impact_basis"}
     scope_codes.discard("scope.rule_conflict")  # covered by the rule-record tests below

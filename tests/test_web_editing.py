@@ -343,9 +343,9 @@ def test_violation_paths_map_to_form_fields(db):
         RuleViolation("claim.evidence_required", "needs support", "claims[3].evidence"),
         RuleViolation("scope.non_attribution", "forbidden", "attributions[0].figure"),
         RuleViolation("assessment.value_unknown", "bad value", "assessments[1].values.setting"),
-        RuleViolation("claim.other", "about another claim", "claims[4].statement"),
+        RuleViolation("claim.id_duplicate", "about another claim", "claims[4].statement"),
         RuleViolation("scope.rule_conflict", "elsewhere", "attributions[0].figure", "case X"),
-        RuleViolation("claim.whole", "the claim as a whole", "claims[3]"),
+        RuleViolation("claim.evidence_required", "the claim as a whole", "claims[3]"),
     ]
     top = placer.place(violations)
     assert link1.errors["source"] == ["no such source"]

@@ -6,7 +6,7 @@ Every error response, whatever raised it, is::
      "errors": [{"code": "scope.non_attribution", "message": "…",
                  "path": "attributions[0].figure"}]}
 
-``code`` is stable (claimsdb/rules/codes.py, ``revision.stale``, ``permission.denied``, DRF's
+``code`` is stable (claimsdb/codes.py, ``revision.stale``, ``permission.denied``, DRF's
 own codes such as ``not_authenticated``); ``path`` points into the document sent (empty
 when the problem is the request as a whole; a query parameter or header name when the
 problem lies there); ``record`` appears when the problem lies in another record than the

@@ -34,6 +34,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from claimsdb.codes import PermissionCode
 from claimsdb.importers import jobs, repro_results
 from claimsdb.importers.repro_results import Report, ResultsImporter
 from claimsdb.importers.runs import (
@@ -117,7 +118,7 @@ def report_response(report: Report) -> Response:
     """The answer to an import: its report, with the status its outcome calls for."""
     if report.refused:
         status = 409 if report.conflict else 400
-        if repro_results.PERMISSION_DENIED in report.codes:
+        if PermissionCode.DENIED in report.codes:
             status = 403
         title = TITLES[409] if status == 409 else "The import was refused"
         violations = [RuleViolation(p.code, p.message, p.path) for p in report.problems]

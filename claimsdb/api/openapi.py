@@ -18,9 +18,9 @@ from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 
+from claimsdb.codes import CODES
 from claimsdb.records import schema as record_schema
 from claimsdb.records.kinds import record_kinds
-from claimsdb.rules.codes import CODES
 
 from .errors import PRECONDITION_REQUIRED
 

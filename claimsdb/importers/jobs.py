@@ -43,6 +43,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django_tasks import task
 
+from claimsdb.codes import ImportNowCode
 from claimsdb.models import ImportReport
 from claimsdb.services.permissions import has_role
 
@@ -291,18 +292,12 @@ def prune_dry_run_files(*, older_than_days: float) -> list[int]:
 
 # --- importing a dry run's file ------------------------------------------------------------
 
-# Why a dry run's file cannot be imported (``ImportNowRefused.code``).
-NOT_A_DRY_RUN = "import.not_dry_run"
-NOTHING_TO_IMPORT = "import.dry_run_refused"
-ALREADY_IMPORTED = "import.already_imported"
-FILE_GONE = "import.file_gone"
-FILE_MISMATCH = "import.file_mismatch"
-
 
 class ImportNowRefused(Exception):
-    """The dry run's stored file cannot be imported; nothing was written."""
+    """The dry run's stored file cannot be imported; nothing was written. ``code`` says why
+    (``ImportNowCode``)."""
 
-    def __init__(self, code: str, message: str, *, imported_as: int | None = None):
+    def __init__(self, code: ImportNowCode, message: str, *, imported_as: int | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
@@ -341,7 +336,9 @@ def import_from_dry_run(*, report_id: int, user: AbstractBaseUser, summary: str)
     if not ImportReport.objects.filter(pk=row.pk, stored_file=path).update(stored_file=""):
         row.refresh_from_db()
         require_importable_dry_run(row)
-        raise ImportNowRefused(ALREADY_IMPORTED, "This dry run is being imported already.")
+        raise ImportNowRefused(
+            ImportNowCode.ALREADY_IMPORTED, "This dry run is being imported already."
+        )
     options = {"replace": bool(row.options.get("replace")), "summary": (summary or "").strip()}
     try:
         report = _import_stored(row, path, user=user, options=options)
@@ -370,12 +367,12 @@ def _import_stored(
     try:
         stream = open(path, "rb")
     except OSError:
-        raise ImportNowRefused(FILE_GONE, _gone_message(row)) from None
+        raise ImportNowRefused(ImportNowCode.FILE_GONE, _gone_message(row)) from None
     with stream:
         sha256 = _sha256(stream)
         if sha256 != row.file_sha256:
             raise ImportNowRefused(
-                FILE_MISMATCH,
+                ImportNowCode.FILE_MISMATCH,
                 f"The stored file no longer matches the one the dry run checked (sha256 "
                 f"{sha256[:12]}…, not {row.file_sha256[:12]}…); nothing was imported. "
                 "Upload the file again.",
@@ -393,25 +390,25 @@ def require_importable_dry_run(row: ImportReport) -> None:
     """Refuse (``ImportNowRefused``) a report whose stored file cannot be imported now."""
     if not row.dry_run:
         raise ImportNowRefused(
-            NOT_A_DRY_RUN,
+            ImportNowCode.NOT_DRY_RUN,
             f"Import {row.pk} was not a dry run: there is nothing more to import from it.",
         )
     imported_as = (row.options or {}).get("imported_as")
     if imported_as:
         raise ImportNowRefused(
-            ALREADY_IMPORTED,
+            ImportNowCode.ALREADY_IMPORTED,
             f"This dry run's file was already imported, as import {imported_as}; a dry run "
             "is imported once.",
             imported_as=imported_as,
         )
     if row.outcome not in WOULD_WRITE:
         raise ImportNowRefused(
-            NOTHING_TO_IMPORT,
+            ImportNowCode.DRY_RUN_REFUSED,
             f"The dry run's outcome is “{row.outcome.replace('_', ' ')}”: it would not "
             "import the file, so there is nothing to import.",
         )
     if not row.stored_file or not Path(row.stored_file).is_file():
-        raise ImportNowRefused(FILE_GONE, _gone_message(row))
+        raise ImportNowRefused(ImportNowCode.FILE_GONE, _gone_message(row))
 
 
 def _gone_message(row: ImportReport) -> str:

@@ -3,7 +3,7 @@ API and the upload page.
 
 The pipeline of one file:
 
-1. **check** — one streaming pass of the pure parser (``repro_parse.parse_results``), which
+1. **check** — one streaming pass of the pure parser (``repro.parse_results``), which
    also hashes the file: every format problem, with its JSON path;
 2. **resolve** — under the ledger lock: the run already imported? the case and the claims;
 3. **write** — one ``services.write_records`` call: the case document with the run's summary
@@ -33,6 +33,7 @@ import ijson
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from claimsdb.codes import ImportCode, PermissionCode
 from claimsdb.models import Case, Claim, ClaimIdReservation, ImportReport, ReproductionRun
 from claimsdb.records import PermissionDenied, RuleViolations, record_document
 from claimsdb.records.schema import control_message, first_control_character
@@ -41,7 +42,7 @@ from claimsdb.services.permissions import require_role
 from claimsdb.services.writer import RecordWrite, write_records
 
 from . import storage
-from .repro_parse import ParsedRun, Problem, parse_results
+from .repro import ParsedRun, Problem, parse_results, trial_rows
 
 # What an import did (``Report.outcome``, ``ImportReport.outcome``).
 IMPORTED = "imported"
@@ -73,19 +74,9 @@ OUTCOMES = (
 WRITTEN = (IMPORTED, REPLACED, RESTORED)
 DRY = {IMPORTED: WOULD_IMPORT, REPLACED: WOULD_REPLACE, RESTORED: WOULD_RESTORE}
 
-# The importer's own violation codes (documented in claimsdb/rules/codes.py).
-CASE_UNKNOWN = "import.case_unknown"
-CLAIM_UNKNOWN = "import.claim_unknown"
-CLAIM_FOREIGN = "import.claim_foreign"
-RUN_CONFLICT = "import.run_conflict"
-FILE_CHANGED = "import.file_changed"
-FILENAME_INVALID = "import.filename_invalid"
-PERMISSION_DENIED = "permission.denied"
-
 IMPORT_ROLE = "analyst"
 _CHUNK = 1024 * 1024
 _SPOOL_IN_MEMORY = 8 * 1024 * 1024
-_ROWS_BUF_SIZE = 256 * 1024
 
 # progress(phase, bytes read so far, total bytes or None); phases "checking" and "storing".
 Progress = Callable[[str, int, int | None], None]
@@ -145,7 +136,7 @@ class Report:
     @property
     def conflict(self) -> bool:
         """Refused because the run_id is taken by other content (HTTP 409)."""
-        return self.refused and RUN_CONFLICT in self.codes
+        return self.refused and ImportCode.RUN_CONFLICT in self.codes
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -229,7 +220,7 @@ class ResultsImporter:
         )
         if bad is not None:
             message = f"the file name {control_message(bad)}; rename the file"
-            report.problems = [Problem(FILENAME_INVALID, message, "filename")]
+            report.problems = [Problem(ImportCode.FILENAME_INVALID, message, "filename")]
             return self._finish_refused(report)
         try:
             # Checked again inside the writing transaction; this spares a refused user the
@@ -372,7 +363,7 @@ class ResultsImporter:
             return
         source.seek(0)
         reader = _Reader(source, report.size, self.progress, "storing")
-        rows = ijson.items(reader, "trials.item", buf_size=_ROWS_BUF_SIZE, use_float=True)
+        rows = trial_rows(reader)
         pks = {name: scenario.pk for name, scenario in scenarios.items()}
         try:
             stored = storage.insert_rows(storage.stored_rows(rows, pks))
@@ -443,7 +434,7 @@ def _resolve_case_and_claims(parsed: ParsedRun) -> tuple[Case | None, list[Probl
     if case is None:
         problems.append(
             Problem(
-                CASE_UNKNOWN,
+                ImportCode.CASE_UNKNOWN,
                 f"There is no case {parsed.case} in the knowledge base; a run is imported "
                 "as evidence of an existing case (create the case first).",
                 "case",
@@ -464,7 +455,7 @@ def _resolve_case_and_claims(parsed: ParsedRun) -> tuple[Case | None, list[Probl
             where = f"; it was removed from case {was}" if was else ""
             problems.append(
                 Problem(
-                    CLAIM_UNKNOWN,
+                    ImportCode.CLAIM_UNKNOWN,
                     f"There is no claim {claim_id}{where}. A run bears only on existing "
                     f"claims of its case {parsed.case}.",
                     path,
@@ -473,7 +464,7 @@ def _resolve_case_and_claims(parsed: ParsedRun) -> tuple[Case | None, list[Probl
         elif owner != parsed.case:
             problems.append(
                 Problem(
-                    CLAIM_FOREIGN,
+                    ImportCode.CLAIM_FOREIGN,
                     f"{claim_id} is a claim of case {owner}, not of {parsed.case}: a run bears "
                     "only on claims of the case it is imported into.",
                     path,
@@ -484,7 +475,7 @@ def _resolve_case_and_claims(parsed: ParsedRun) -> tuple[Case | None, list[Probl
 
 def _run_conflict(existing: ReproductionRun, sha256: str) -> Problem:
     return Problem(
-        RUN_CONFLICT,
+        ImportCode.RUN_CONFLICT,
         f"Run {existing.run_id} was already imported into case {existing.case.key} from "
         f"another file (sha256 {existing.file_sha256[:12]}…, this one {sha256[:12]}…). "
         "Ask for a replacement explicitly to replace it.",
@@ -494,7 +485,7 @@ def _run_conflict(existing: ReproductionRun, sha256: str) -> Problem:
 
 def _file_changed(why: str) -> Problem:
     return Problem(
-        FILE_CHANGED,
+        ImportCode.FILE_CHANGED,
         f"The file was checked, but {why}; nothing was written. Import it again.",
         "",
     )
@@ -541,7 +532,7 @@ def _printable(name: str) -> str:
 
 def _from_violation(violation, case: str = "") -> Problem:
     """A service refusal as a problem of the file (it concerns the case document)."""
-    if violation.code == PERMISSION_DENIED or not case:
+    if violation.code == PermissionCode.DENIED or not case:
         return Problem(violation.code, violation.message, violation.path)
     where = f"case {case} {violation.path}".strip() if not violation.record else violation.record
     return Problem(violation.code, f"{where}: {violation.message}", "case")

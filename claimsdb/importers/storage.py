@@ -3,7 +3,7 @@
 Called only from inside ``services.writer.write_records`` (its ``before_apply`` hook), so
 every write here happens in the import's one transaction, under the ledger lock, after the
 case document was validated and before the ``import`` revision is appended. Nothing here
-decides whether a file is acceptable: ``repro_parse`` and ``repro_results`` did.
+decides whether a file is acceptable: ``repro`` and ``repro_results`` did.
 
 Trial rows go in bulk: PostgreSQL's COPY (psycopg 3, text format, one row at a time from
 the streaming second pass), or batched multi-row inserts elsewhere. Memory stays flat in
@@ -21,7 +21,7 @@ from django.db import connection
 
 from claimsdb.models import Case, ReproductionRun, ReproductionScenario, TrialRow
 
-from .repro_parse import ParsedRun
+from .repro import ParsedRun
 
 BATCH_SIZE = 5_000
 # The trial-row columns in the order both insertion paths send them.

@@ -10,33 +10,15 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from claimsdb import choices
+from claimsdb.fieldspec import Field
 from claimsdb.limits import TEXT_MAX_CHARS
 
 from .errors import RuleViolation
 
 Problems = list[RuleViolation]
-
-
-@dataclass(frozen=True)
-class Field:
-    """A typed field. ``kind`` is one of: str, text, int, number, date, enum, pattern, list,
-    object, mapping, any."""
-
-    kind: str
-    nullable: bool = False
-    values: tuple[str, ...] = ()
-    pattern: str = ""
-    code: str = "document.invalid_value"
-    item: Field | None = None
-    fields: dict[str, Field] = field(default_factory=dict)
-    optional_default: Any = None  # set for the few additive fields older documents may omit
-    optional: bool = False  # may be left out, and then stays out (no default is filled in)
-    normalize: Callable[[Any], Any] | None = None
-    max_length: int | None = None
 
 
 STRING_KINDS = frozenset({"str", "pattern", "enum", "date", "url"})

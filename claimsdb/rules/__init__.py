@@ -4,11 +4,10 @@ See ``registry`` for how they are registered and run.
 """
 
 from . import fields, scope  # noqa: F401  (registers the rules)
-from .registry import CODES, FIELD_RULES, SCOPE_RULES, run_field_rules, run_scope_rules
+from .registry import FIELD_RULES, SCOPE_RULES, run_field_rules, run_scope_rules
 from .state import ScopeState
 
 __all__ = [
-    "CODES",
     "FIELD_RULES",
     "SCOPE_RULES",
     "ScopeState",

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from claimsdb.codes import REGISTERED, Code
 from claimsdb.records.kinds import record_kinds
-
-from .codes import CODES
 
 if TYPE_CHECKING:
     from claimsdb.records import RuleViolation
@@ -32,7 +31,7 @@ FIELD_RULES: dict[str, list[FieldRule]] = {kind.name: [] for kind in record_kind
 SCOPE_RULES: list[ScopeRuleCheck] = []
 
 
-def field_rule(kind: str, *codes: str) -> Callable[[FieldRule], FieldRule]:
+def field_rule(kind: str, *codes: Code) -> Callable[[FieldRule], FieldRule]:
     def register(function: FieldRule) -> FieldRule:
         FIELD_RULES[kind].append(function)
         _known(codes)
@@ -41,7 +40,7 @@ def field_rule(kind: str, *codes: str) -> Callable[[FieldRule], FieldRule]:
     return register
 
 
-def scope_rule(*codes: str) -> Callable[[ScopeRuleCheck], ScopeRuleCheck]:
+def scope_rule(*codes: Code) -> Callable[[ScopeRuleCheck], ScopeRuleCheck]:
     def register(function: ScopeRuleCheck) -> ScopeRuleCheck:
         SCOPE_RULES.append(function)
         _known(codes)
@@ -50,21 +49,23 @@ def scope_rule(*codes: str) -> Callable[[ScopeRuleCheck], ScopeRuleCheck]:
     return register
 
 
-def _known(codes: tuple[str, ...]) -> None:
-    unknown = [code for code in codes if code not in CODES]
+def _known(codes: tuple[Code, ...]) -> None:
+    unknown = [code for code in codes if code not in REGISTERED]
     if unknown:
-        raise ValueError(f"document these codes in rules/codes.py first: {unknown}")
+        raise ValueError(f"document these codes in claimsdb/codes.py first: {unknown}")
 
 
-def run_field_rules(kind: str, document: dict[str, Any], context: DocumentContext):
-    violations = []
+def run_field_rules(
+    kind: str, document: dict[str, Any], context: DocumentContext
+) -> list[RuleViolation]:
+    violations: list[RuleViolation] = []
     for rule in FIELD_RULES[kind]:
         violations.extend(rule(document, context))
     return violations
 
 
 def run_scope_rules(state: ScopeState) -> list[RuleViolation]:
-    violations = []
+    violations: list[RuleViolation] = []
     for rule in SCOPE_RULES:
         violations.extend(rule(state))
     return violations

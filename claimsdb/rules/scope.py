@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from claimsdb.codes import AssessmentCode, ScopeCode
 from claimsdb.records import RuleViolation
 
 from .registry import scope_rule
@@ -24,7 +25,7 @@ def non_attribution_hits(state: ScopeState) -> Iterator[tuple[RuleFact, RuleViol
         yield (
             rule,
             RuleViolation(
-                "scope.non_attribution",
+                ScopeCode.NON_ATTRIBUTION,
                 f"{figure.describe()} must not be attributed to {case} "
                 f"(as {role.replace('_', ' ')}): rule {rule.key}: {rule.reason}",
                 f"attributions[{position}].figure",
@@ -48,7 +49,7 @@ def bridge_hits(state: ScopeState) -> Iterator[tuple[RuleFact, RuleViolation]]:
                 yield (
                     rule,
                     RuleViolation(
-                        "scope.relation_conflict",
+                        ScopeCode.RELATION_CONFLICT,
                         f"a same_event relation between {subject} and {partner} would make "
                         f"{figure.describe()} attributable to {rule.case}, which rule {rule.key} "
                         f"forbids: {rule.reason}",
@@ -60,7 +61,7 @@ def bridge_hits(state: ScopeState) -> Iterator[tuple[RuleFact, RuleViolation]]:
                 )
 
 
-@scope_rule("scope.non_attribution")
+@scope_rule(ScopeCode.NON_ATTRIBUTION)
 def no_forbidden_attribution(state: ScopeState) -> Iterator[RuleViolation]:
     """A figure named by a non-attribution rule is never attributed to the case it names."""
     for _, violation in non_attribution_hits(state):
@@ -68,7 +69,7 @@ def no_forbidden_attribution(state: ScopeState) -> Iterator[RuleViolation]:
             yield violation
 
 
-@scope_rule("scope.cross_case_figure")
+@scope_rule(ScopeCode.CROSS_CASE_FIGURE)
 def figures_stay_with_their_event(state: ScopeState) -> Iterator[RuleViolation]:
     """A figure is attributable only to its own case and to cases of the same event."""
     for case, position, figure_id, _role in state.attributions:
@@ -77,7 +78,7 @@ def figures_stay_with_their_event(state: ScopeState) -> Iterator[RuleViolation]:
         figure = state.figures[figure_id]
         if not state.same_event(figure.case, case):
             yield RuleViolation(
-                "scope.cross_case_figure",
+                ScopeCode.CROSS_CASE_FIGURE,
                 f"{figure.describe()} belongs to another event: a figure may be attributed only "
                 f"to its own case and to cases related to it as same_event, and {case} is not",
                 f"attributions[{position}].figure",
@@ -85,14 +86,14 @@ def figures_stay_with_their_event(state: ScopeState) -> Iterator[RuleViolation]:
             )
 
 
-@scope_rule("scope.lab_not_impact", "assessment.impact_basis")
+@scope_rule(ScopeCode.LAB_NOT_IMPACT, AssessmentCode.IMPACT_BASIS)
 def impact_rests_on_production_figures(state: ScopeState) -> Iterator[RuleViolation]:
     """A graded impact rests on a production figure of this event; lab figures never count."""
     for case, position, figure_id, role in state.attributions:
         figure = state.figures[figure_id]
         if state.reports(case) and role == "impact_basis" and figure.scope == "lab":
             yield RuleViolation(
-                "scope.lab_not_impact",
+                ScopeCode.LAB_NOT_IMPACT,
                 f"{figure.describe()} is a lab observation and is never an impact basis",
                 f"attributions[{position}].role",
                 case_record(case),
@@ -106,7 +107,7 @@ def impact_rests_on_production_figures(state: ScopeState) -> Iterator[RuleViolat
         lab = [f for f in supported if f.scope == "lab"]
         if lab:
             yield RuleViolation(
-                "scope.lab_not_impact",
+                ScopeCode.LAB_NOT_IMPACT,
                 f"impact {impact} rests on lab figures ({', '.join(f.describe() for f in lab)}); "
                 "lab observations are never an impact basis. Leave the impact ungraded with a "
                 "reason, or add to the evidence basis a claim that supports a production figure "
@@ -116,7 +117,7 @@ def impact_rests_on_production_figures(state: ScopeState) -> Iterator[RuleViolat
             )
         else:
             yield RuleViolation(
-                "assessment.impact_basis",
+                AssessmentCode.IMPACT_BASIS,
                 f"impact {impact} is graded, but no claim in the evidence basis supports a "
                 f"production figure attributable to {case}. Leave the impact ungraded with a "
                 "reason, or add such a claim to the evidence basis",
@@ -125,7 +126,7 @@ def impact_rests_on_production_figures(state: ScopeState) -> Iterator[RuleViolat
             )
 
 
-@scope_rule("scope.relation_conflict")
+@scope_rule(ScopeCode.RELATION_CONFLICT)
 def relations_agree(state: ScopeState) -> Iterator[RuleViolation]:
     """Two cases are not both same_event and related_distinct, and no same_event bridges a rule."""
     paths = state.relation_paths()
@@ -142,7 +143,7 @@ def relations_agree(state: ScopeState) -> Iterator[RuleViolation]:
             if state.reports(subject) and frozenset((case, other)) not in reported:
                 reported.add(frozenset((case, other)))
                 yield RuleViolation(
-                    "scope.relation_conflict",
+                    ScopeCode.RELATION_CONFLICT,
                     f"{subject} and {partner} cannot be both the same event and related but "
                     "distinct",
                     paths[(subject, partner, kind)],
