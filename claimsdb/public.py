@@ -20,7 +20,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.utils.cache import patch_vary_headers
 
-from claimsdb import selectors
+from claimsdb.choices import SYMMETRIC_RELATIONS
 from claimsdb.models import Release, ReleaseChange, ReleasedTerm, ReleaseEntry, Revision
 from claimsdb.records import record_document
 from claimsdb.records.schema import BUNDLE_FORMAT
@@ -33,6 +33,7 @@ from claimsdb.records.stream import (
     keyset_batches,
     reported_documents,
 )
+from claimsdb.selectors.scope import figure_row, scope_sections
 from claimsdb.services.permissions import has_role
 
 # The path segment of each kind's pages: /cases/<key>/, /sources/<key>/…
@@ -325,7 +326,7 @@ def released_figures(
     figure_ids: set[str] | list[str], release: Release | int | None = None
 ) -> dict[str, dict[str, Any]]:
     """The named figures as the released documents of their cases give them
-    (``selectors.figure_row``), by ID."""
+    (``selectors.scope.figure_row``), by ID."""
     wanted = set(figure_ids)
     if not wanted:
         return {}
@@ -333,7 +334,7 @@ def released_figures(
         "case", _has_term("figure", sorted(wanted)), release, include_withdrawn=True
     )
     return {
-        figure["id"]: selectors.figure_row(figure, key)
+        figure["id"]: figure_row(figure, key)
         for key, document, _ in cases
         for figure in document["figures"]
         if figure["id"] in wanted
@@ -343,7 +344,7 @@ def released_figures(
 def released_scope(
     document: dict[str, Any], release: Release | int | None = None
 ) -> dict[str, Any]:
-    """``selectors.scope_of_document`` from a release: its active scope rules naming the case
+    """``selectors.scope.scope_of_document`` from a release: its active scope rules naming the case
     or its figures, the figures they name, and the directed relations of its other cases
     pointing at this one. Three queries."""
     key = document["key"]
@@ -366,11 +367,11 @@ def released_scope(
             )
             if other != key
             for relation in other_document["relations"]
-            if relation["case"] == key and relation["kind"] not in selectors.SYMMETRIC_RELATIONS
+            if relation["case"] == key and relation["kind"] not in SYMMETRIC_RELATIONS
         ),
         key=lambda relation: (relation["case"], relation["kind"]),
     )
-    return selectors.scope_sections(document, rules, released_figures(wanted, release), incoming)
+    return scope_sections(document, rules, released_figures(wanted, release), incoming)
 
 
 def released_citations(source_key: str) -> list[dict[str, Any]]:

@@ -33,7 +33,8 @@ from claimsdb.records import (
     RuleViolations,
     StaleRevision,
 )
-from claimsdb.selectors import latest_revision_number, page_keys, rows_in_order
+from claimsdb.selectors.pages import page_keys, rows_in_order
+from claimsdb.selectors.revisions import latest_revision_number
 from claimsdb.services import (
     claim_add,
     claim_update,

@@ -44,7 +44,7 @@ from claimsdb.records import (
     source_document,
 )
 from claimsdb.records.batched import CASE_FIELDS, case_documents
-from claimsdb.selectors import latest_revision_number
+from claimsdb.selectors.revisions import latest_revision_number
 from claimsdb.services.permissions import RANK, loaded_role
 
 DOCUMENT_BUILDERS = {

@@ -20,9 +20,10 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 
-from claimsdb import public, selectors
+from claimsdb import public
 from claimsdb.models import Release, Revision
 from claimsdb.records import record_document
+from claimsdb.selectors.revisions import latest_revision_number, record_revision
 from claimsdb.services.permissions import RANK, loaded_role
 
 WORKING = "working"  # the live state: signed-in readers with a role
@@ -74,7 +75,7 @@ def visible_document(request: HttpRequest, kind: str, key: str) -> VisibleRecord
         document = record_document(kind, key)
         if document is None:
             raise Http404(f"no {kind} {key}")
-        return VisibleRecord(document, selectors.latest_revision_number(kind, key), mode)
+        return VisibleRecord(document, latest_revision_number(kind, key), mode)
     revision = public.released_revision(kind, key)
     if revision is None:
         raise Http404(f"no released {kind} {key}")
@@ -85,7 +86,7 @@ def require_visible_record(request: HttpRequest, kind: str, key: str) -> None:
     """For a record's history and diff pages: Http404 unless the request sees some revision
     of it (any, in the working state; a released one otherwise)."""
     if reading_mode(request) == WORKING:
-        found = selectors.latest_revision_number(kind, key) is not None
+        found = latest_revision_number(kind, key) is not None
     else:
         found = public.released_entry(kind, key) is not None
     if not found:
@@ -111,7 +112,7 @@ def visible_revision(request: HttpRequest, kind: str, key: str, number: int) -> 
     release = public.release_of_revision(kind, key, number)
     if mode == RELEASED and release is None:
         raise Http404(f"revision {number} of {kind} {key} was never released")
-    revision = selectors.record_revision(kind, key, number)
+    revision = record_revision(kind, key, number)
     if revision is None:
         raise Http404(f"revision {number} is not a revision of {kind} {key}")
     return VisibleRevision(revision, release, mode)

@@ -16,8 +16,12 @@ from django.utils.formats import date_format
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
-from claimsdb import choices, public, search, selectors
+from claimsdb import choices, public, search
 from claimsdb.models import AssessmentMethod
+from claimsdb.selectors.cases import case_list_filtered, case_list_rows, case_tags
+from claimsdb.selectors.methods import method_list
+from claimsdb.selectors.pages import page_keys
+from claimsdb.selectors.revisions import recent_revisions
 
 from ..access import reads_released, request_has_role
 from ..pagination import paginate
@@ -55,7 +59,7 @@ def index(request: HttpRequest) -> HttpResponse:
             for release in public.release_list()[:RECENT_RELEASES]
         ]
     elif not query:
-        context["recent"] = list(selectors.recent_revisions(20))
+        context["recent"] = list(recent_revisions(20))
     return render(request, "index.html", context)
 
 
@@ -214,7 +218,7 @@ def _case_row_html(row: dict) -> SafeString:
 
 
 def _working_case_rows(cases: list[dict], labels: dict) -> list[dict]:
-    """Rows of ``selectors.case_list_rows`` as the list shows them."""
+    """Rows of ``selectors.cases.case_list_rows`` as the list shows them."""
     return [
         _case_row(
             case["key"],
@@ -272,8 +276,8 @@ def case_list(request: HttpRequest) -> HttpResponse:
         ]
         tags = sorted({tag for _, document, _ in records for tag in document["tags"]})
     else:
-        methods = list(selectors.method_list())
-        tags = selectors.case_tags()
+        methods = list(method_list())
+        tags = case_tags()
     dimensions: dict[str, dict] = {}
     for method in methods:
         for dimension in method.dimensions:
@@ -304,10 +308,8 @@ def case_list(request: HttpRequest) -> HttpResponse:
         pages = paginate(request, records, noun="case")
         rows = _released_case_rows(pages.items, labels)
     else:
-        cases = selectors.case_list_filtered(status=status, tag=tag, values=values)
-        pages = paginate(
-            request, selectors.page_keys(cases), noun="case", load=selectors.case_list_rows
-        )
+        cases = case_list_filtered(status=status, tag=tag, values=values)
+        pages = paginate(request, page_keys(cases), noun="case", load=case_list_rows)
         rows = _working_case_rows(pages.items, labels)
     return render(
         request,
