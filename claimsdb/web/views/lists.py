@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-import html
-import re
 import unicodedata
-from urllib.parse import quote
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.defaultfilters import pluralize
-from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.formats import date_format
-from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
 from claimsdb import choices, public, search
@@ -67,51 +61,14 @@ SEARCH_KIND_LABELS = {"case": "cases", "claim": "claims", "source": "sources"}
 
 
 def search_row(hit: search.SearchHit) -> dict:
-    """A search hit as the start page lists it: its labels in the vocabularies' words."""
+    """A search hit as the start page lists it (``search/_hits.html``): its labels in the
+    vocabularies' words."""
     vocabulary = {"case": "case_status", "claim": "claim_status"}.get(hit.kind)
-    row = {
+    return {
         "hit": hit,
         "status_label": label(vocabulary, hit.status) if vocabulary else hit.status,
         "kind_label": label("source_kind", hit.source_kind) if hit.source_kind else "",
     }
-    row["html"] = _search_row_html(row)
-    return row
-
-
-def _search_row_html(row: dict) -> SafeString:
-    """One hit of the start page's results: the markup ``index.html`` had for it, every
-    text escaped as the template escaped it (a hit's title and text are already safe
-    HTML, with their matches marked). Put together here, as the template's tags cost
-    several times more for the twenty hits of a page."""
-    hit, e = row["hit"], _text
-    status = f' <span class="badge">{e(row["status_label"])}</span>'
-    if hit.kind == "case":
-        url = e(detail_url("case-detail", hit.key))
-        badge = status if hit.status != "ready" else ""
-        html = (
-            f'<li class="hit-case"><span class="kind">case</span> <a href="{url}">'
-            f'<span class="key">{e(hit.key)}</span> {e(hit.title)}</a>{badge}'
-            f'<p class="muted">{e(hit.text)}</p></li>'
-        )
-    elif hit.kind == "claim":
-        url = e(detail_url("case-detail", hit.case_key))
-        html = (
-            f'<li class="hit-claim"><span class="kind">claim</span> <a href="{url}#{e(hit.key)}">'
-            f'<span class="key">{e(hit.key)}</span></a> <span class="badge claim-{e(hit.status)}">'
-            f'{e(row["status_label"])}</span> {e(hit.text)} <span class="muted">in '
-            f"{e(hit.case_key)}</span></li>"
-        )
-    else:
-        url = e(detail_url("source-detail", hit.key))
-        badge = status if hit.status != "active" else ""
-        html = (
-            f'<li class="hit-source"><span class="kind">source</span> <a href="{url}">'
-            f'{e(hit.title)}</a> <span class="kind">{e(row["kind_label"])}</span> '
-            f'<span class="muted">{e(hit.key)}</span>{badge}</li>'
-        )
-    if hit.kind != "source":  # the line break the template's branch for the kind ended in
-        html += "\n    "
-    return mark_safe(html)
 
 
 def _assessment_profile(assessment: dict | None, labels: dict) -> list[tuple[str, str]]:
@@ -126,9 +83,10 @@ def _assessment_profile(assessment: dict | None, labels: dict) -> list[tuple[str
     return profile
 
 
-def _case_row(key, document_fields: dict, assessment: dict | None, labels: dict) -> dict:
-    """What one row of the case list shows, its texts put together here rather than in the
-    template: the page renders fifty rows, and each template tag costs more than this."""
+def case_row(key: str, document_fields: dict, assessment: dict | None, labels: dict) -> dict:
+    """What one row of the case list shows (``cases/_list_rows.html``), its texts put
+    together here rather than in the template: the page renders fifty rows, and each
+    template tag costs more than this."""
     profile = _assessment_profile(assessment, labels)
     meta = []
     if not profile:  # an assessment without values reads as none, as it always has
@@ -142,7 +100,7 @@ def _case_row(key, document_fields: dict, assessment: dict | None, labels: dict)
     meta.append(f"{claims} claim{pluralize(claims)}")
     if document_fields["revision"]:
         meta.append(f"revision {document_fields['revision']}")
-    row = {
+    return {
         "key": key,
         **document_fields,
         "status_label": label("case_status", document_fields["status"]),
@@ -152,32 +110,9 @@ def _case_row(key, document_fields: dict, assessment: dict | None, labels: dict)
         "assessed_on": None if assessment is None else assessment["assessed_on"],
         "meta": " · ".join(meta),
     }
-    row["html"] = _case_row_html(row)
-    return row
 
 
 SUMMARY_CHARS = 260  # of a case's summary in the list
-# Keys that reverse() puts in a URL as they are (every record key is one).
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9._~-]+")
-_KEY_MARKER = "0claimsdb0key0"
-
-
-def detail_url(name: str, key: str) -> str:
-    """``reverse(name, args=[key])`` for the rows of a page: the route is resolved once (per
-    script prefix and URL configuration) and a plain key put in its place, as reverse()
-    itself would put it; any other key goes through reverse()."""
-    if not _PLAIN_KEY.fullmatch(key):
-        return reverse(name, args=[key])
-    before, after = _route_around(name, get_script_prefix(), get_urlconf())
-    return f"{before}{key}{after}"
-
-
-@functools.lru_cache(maxsize=64)
-def _route_around(name: str, prefix: str, urlconf: str | None) -> tuple[str, str]:
-    """What ``detail_url`` puts before and after the key (``prefix`` and ``urlconf`` are
-    what reverse() read them from: they are the cache's key)."""
-    before, after = reverse(name, args=[_KEY_MARKER]).split(_KEY_MARKER)
-    return before, after
 
 
 def _summary_shown(summary: str) -> str:
@@ -189,38 +124,10 @@ def _summary_shown(summary: str) -> str:
     return Truncator(summary).chars(SUMMARY_CHARS)
 
 
-def _text(value: object) -> str:
-    """A value as the template's ``{{ value }}`` shows it: escaped unless already safe HTML
-    (``conditional_escape``, without its wrappers: the rows of a page call it hundreds of
-    times)."""
-    if hasattr(value, "__html__"):
-        return value.__html__()
-    return html.escape(str(value))
-
-
-def _case_row_html(row: dict) -> SafeString:
-    """The inside of one row of ``cases/list.html``: the markup its template had, every
-    text escaped as the template escaped it (``{{ … }}``, ``|urlencode``, ``{% url %}``).
-    Put together here, as fifty rows of template tags cost several times more."""
-    tags = "".join(
-        f' <a class="tag" href="?tag={_text(quote(tag))}">{_text(tag)}</a>' for tag in row["tags"]
-    )
-    summary = f"<p>{_text(row['summary_shown'])}</p>" if row["summary"] else ""
-    url = _text(detail_url("case-detail", row["key"]))
-    return mark_safe(
-        f'    <p class="kicker"><span class="key">{_text(row["key"])}</span> '
-        f'<span class="badge status-{_text(row["status"])}">{_text(row["status_label"])}'
-        f"</span>{tags}</p>\n"
-        f'    <h2><a href="{url}">{_text(row["title"])}</a></h2>\n'
-        f"    {summary}\n"
-        f'    <p class="meta">{_text(row["meta"])}</p>'
-    )
-
-
 def _working_case_rows(cases: list[dict], labels: dict) -> list[dict]:
     """Rows of ``selectors.cases.case_list_rows`` as the list shows them."""
     return [
-        _case_row(
+        case_row(
             case["key"],
             {
                 "status": case["status"],
@@ -261,7 +168,7 @@ def _released_case_rows(records, labels: dict) -> list[dict]:
         assessment = None
         if current is not None:
             assessment = {**current, "assessed_on": parse_date(current["assessed_on"])}
-        rows.append(_case_row(key, fields, assessment, labels))
+        rows.append(case_row(key, fields, assessment, labels))
     return rows
 
 
