@@ -30,10 +30,11 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
-from claimsdb import public, selectors
+from claimsdb import public
 from claimsdb.models import Claim, ClaimIdReservation, Release, ReleaseEntry, Revision
 from claimsdb.records import record_document
 from claimsdb.records.kinds import record_kinds
+from claimsdb.selectors.revisions import latest_revision_number, record_revision
 from claimsdb.services.permissions import RANK, loaded_role
 
 User = AbstractBaseUser | AnonymousUser | None
@@ -90,7 +91,7 @@ def visible_revision_number(user: User, kind: str, key: str) -> int | None:
     """The revision of the record this user sees (its ETag), or None if they see none:
     the latest for readers of the working state, the released one for everyone else."""
     if may_read_working_state(user):
-        return selectors.latest_revision_number(kind, key)
+        return latest_revision_number(kind, key)
     released = public.released_revision(kind, key)
     return released.number if released else None
 
@@ -112,7 +113,7 @@ def visible_document(
         document = json.loads(released.snapshot)
         return VisibleDocument(kind, key, document, released.number, released=True)
     if revision is None:
-        revision = selectors.latest_revision_number(kind, key)
+        revision = latest_revision_number(kind, key)
     document = record_document(kind, key)
     if document is None:
         return None
@@ -173,7 +174,7 @@ def visible_revision(user: User, kind: str, key: str, number: int) -> VisibleRev
     release = public.release_of_revision(kind, key, number)
     if not working and release is None:
         return None
-    revision = selectors.record_revision(kind, key, number)
+    revision = record_revision(kind, key, number)
     if revision is None:
         return None
     return VisibleRevision(revision, release, released=not working)

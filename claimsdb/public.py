@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Sum
 
-from claimsdb import selectors
+from claimsdb import choices
 from claimsdb.models import Release, ReleaseChange, ReleasedTerm, ReleaseEntry, Revision
 from claimsdb.records.kinds import record_kinds
 from claimsdb.records.schema import BUNDLE_FORMAT
@@ -30,6 +30,7 @@ from claimsdb.records.stream import (
     keyset_batches,
     reported_documents,
 )
+from claimsdb.selectors.scope import figure_row, scope_sections
 
 CHANGE_VERBS = {
     ReleaseChange.NEW: "new in release",
@@ -300,7 +301,7 @@ def released_figures(
     figure_ids: set[str] | list[str], release: Release | int | None = None
 ) -> dict[str, dict[str, Any]]:
     """The named figures as the released documents of their cases give them
-    (``selectors.figure_row``), by ID."""
+    (``figure_row``), by ID."""
     wanted = set(figure_ids)
     if not wanted:
         return {}
@@ -308,7 +309,7 @@ def released_figures(
         "case", _has_term("figure", sorted(wanted)), release, include_withdrawn=True
     )
     return {
-        figure["id"]: selectors.figure_row(figure, key)
+        figure["id"]: figure_row(figure, key)
         for key, document, _ in cases
         for figure in document["figures"]
         if figure["id"] in wanted
@@ -318,7 +319,7 @@ def released_figures(
 def released_scope(
     document: dict[str, Any], release: Release | int | None = None
 ) -> dict[str, Any]:
-    """``selectors.scope_of_document`` from a release: its active scope rules naming the case
+    """``scope_of_document`` from a release: its active scope rules naming the case
     or its figures, the figures they name, and the directed relations of its other cases
     pointing at this one. Three queries."""
     key = document["key"]
@@ -341,11 +342,11 @@ def released_scope(
             )
             if other != key
             for relation in other_document["relations"]
-            if relation["case"] == key and relation["kind"] not in selectors.SYMMETRIC_RELATIONS
+            if relation["case"] == key and relation["kind"] not in choices.SYMMETRIC_RELATIONS
         ),
         key=lambda relation: (relation["case"], relation["kind"]),
     )
-    return selectors.scope_sections(document, rules, released_figures(wanted, release), incoming)
+    return scope_sections(document, rules, released_figures(wanted, release), incoming)
 
 
 def released_citations(source_key: str) -> list[dict[str, Any]]:

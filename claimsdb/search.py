@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank
 from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Value, When
@@ -127,9 +128,7 @@ def _exact_key(query: str) -> Q:
     return Q(key=query.upper())
 
 
-def _text_query(query: str):
-    from django.contrib.postgres.search import SearchQuery
-
+def _text_query(query: str) -> SearchQuery:
     return SearchQuery(query, search_type="websearch", config=SEARCH_CONFIG)
 
 
@@ -153,8 +152,6 @@ def _ordered(found: QuerySet, query: str) -> QuerySet:
     found = found.annotate(exact=exact)
     if not _postgresql():
         return found.order_by("-exact", "kind", "key").values(*FIELDS, "title", "text")
-    from django.contrib.postgres.search import SearchHeadline, SearchRank
-
     text_query = _text_query(query)
 
     def headline(field: str, **options) -> SearchHeadline:

@@ -9,10 +9,11 @@ import json
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from claimsdb import selectors
 from claimsdb.integrity import verify_history
 from claimsdb.models import Case, Revision
 from claimsdb.records import parse_document, record_document
+from claimsdb.selectors.cases import case_list_rows, case_tags
+from claimsdb.selectors.methods import method_list
 from claimsdb.services import record_update
 
 from .test_web_support import signed_in
@@ -41,7 +42,7 @@ def _with_newer_assessment(reviewer) -> dict:
     newer = copy.deepcopy(document["assessments"][-1])
     newer["assessed_on"] = "2031-02-03"
     dimension = next(iter(newer["values"]))
-    method = next(m for m in selectors.method_list() if m.key == newer["method"])
+    method = next(m for m in method_list() if m.key == newer["method"])
     choices = next(d["values"] for d in method.dimensions if d["key"] == dimension)
     newer["values"][dimension] = next(
         v["key"] for v in choices if v["key"] != newer["values"][dimension]
@@ -54,7 +55,7 @@ def _with_newer_assessment(reviewer) -> dict:
 def test_case_list_rows_show_the_current_assessment(seeded, reviewer):
     document = _with_newer_assessment(reviewer)
     case = Case.objects.get(key="CP22-003")
-    (row,) = selectors.case_list_rows([case.pk])
+    (row,) = case_list_rows([case.pk])
     newest = document["assessments"][-1]
     assert row["key"] == "CP22-003"
     assert row["title"] == document["title"]
@@ -107,7 +108,7 @@ def test_case_tags_are_every_tag_name_once_sorted(seeded):
 
     expected = sorted(set(CaseTag.objects.values_list("name", flat=True)))
     assert expected
-    assert selectors.case_tags() == expected
+    assert case_tags() == expected
 
 
 def _sql(captured) -> list[str]:

@@ -565,7 +565,7 @@ def test_a_write_elsewhere_is_not_blocked_by_old_problems(seeded, analyst):
 
 
 def test_scope_selector_lists_what_bounds_a_case(seeded):
-    from claimsdb.selectors import case_scope
+    from claimsdb.selectors.scope import case_scope
 
     scope = case_scope("CP22-003")
     (rule,) = scope["forbidden_here"]

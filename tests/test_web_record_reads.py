@@ -11,9 +11,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from claimsdb import release_facets, selectors
+from claimsdb import release_facets
 from claimsdb.models import Claim, Revision
 from claimsdb.records import RuleViolations, record_document
+from claimsdb.selectors import revisions
 from claimsdb.services import claim_withdraw, record_create, record_update
 from claimsdb.services.releases import release_publish
 
@@ -188,7 +189,7 @@ def test_the_withdrawal_date_is_that_of_the_revision_that_withdrew_the_claim(
 def test_a_withdrawal_older_than_the_revisions_read_is_dated_on_or_before(
     analyst_client, analyst, monkeypatch
 ):
-    monkeypatch.setattr(selectors, "WITHDRAWAL_LOOKBACK", 2)
+    monkeypatch.setattr(revisions, "WITHDRAWAL_LOOKBACK", 2)
     withdraw(analyst_client)
     for n in range(2):
         document = record_document("case", CASE)

@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from claimsdb.records import RuleViolation, StaleRevision
-from claimsdb.selectors import latest_revision_number
+from claimsdb.selectors.revisions import latest_revision_number
 from claimsdb.services import ANY_REVISION
 
 from .errors import RequestViolations, precondition_required

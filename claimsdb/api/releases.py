@@ -20,11 +20,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claimsdb import http_caching, public, selectors
+from claimsdb import http_caching, public
 from claimsdb.models import Release
 from claimsdb.records import RuleViolation, iter_pretty_bundle
 from claimsdb.records.kinds import record_kinds
 from claimsdb.records.stream import utf8_chunks
+from claimsdb.selectors.releases import release_entry_list, with_previous_revisions
 from claimsdb.services.permissions import has_role
 from claimsdb.services.releases import release_publish
 
@@ -67,7 +68,7 @@ def release_detail(request: Request, release: Release) -> dict[str, Any]:
     """The release and one page of its entries (``?page=``, ``?page_size=``), by record kind
     and key, with ``entries_count`` and the ``entries_next``/``entries_previous`` links."""
     paginator = Pagination()
-    page = paginator.paginate_queryset(selectors.release_entry_list(release), request)
+    page = paginator.paginate_queryset(release_entry_list(release), request)
     entries = [
         {
             "kind": entry.record_kind,
@@ -81,7 +82,7 @@ def release_detail(request: Request, release: Release) -> dict[str, Any]:
                 )
             ),
         }
-        for entry in selectors.with_previous_revisions(release, list(page))
+        for entry in with_previous_revisions(release, list(page))
     ]
     return {
         **release_summary(request, release),

@@ -32,7 +32,8 @@ from claimsdb.access import (
 from claimsdb.public import ReleasedRecords
 from claimsdb.records import RecordNotFound, RuleViolations
 from claimsdb.records.kinds import record_kinds
-from claimsdb.selectors import latest_revision_number, page_keys, rows_in_order
+from claimsdb.selectors.pages import page_keys, rows_in_order
+from claimsdb.selectors.revisions import latest_revision_number
 from claimsdb.services import (
     ClaimRefused,
     claim_add,

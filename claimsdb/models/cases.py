@@ -45,7 +45,7 @@ class CaseTag(models.Model):
     class Meta:
         ordering = ["case", "name"]
         constraints = [models.UniqueConstraint(fields=["case", "name"], name="case_tag_unique")]
-        # the case list's choice of tags skips along it (selectors.case_tags)
+        # the case list's choice of tags skips along it (selectors.cases.case_tags)
         indexes = [models.Index(fields=["name"], name="case_tag_name")]
 
     def __str__(self) -> str:

@@ -24,7 +24,6 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.views import View
 
-from claimsdb import selectors
 from claimsdb.records import (
     PermissionDenied as ServicePermissionDenied,
 )
@@ -36,6 +35,7 @@ from claimsdb.records import (
     loads,
     record_document,
 )
+from claimsdb.selectors.revisions import latest_revision_number, record_revision
 from claimsdb.services import WriteOutcome, record_create, record_update
 
 from . import stash
@@ -310,7 +310,7 @@ class RecordEditView(View):
     def current_revision(self) -> int | None:
         if self.mode == "create":
             return None
-        return selectors.latest_revision_number(self.kind, self.record_key())
+        return latest_revision_number(self.kind, self.record_key())
 
     def render_conflict(self, section, save: SaveForm, stale: StaleRevision) -> HttpResponse:
         """Show the other person's change and keep this person's input.
@@ -323,7 +323,7 @@ class RecordEditView(View):
         base = save.cleaned_data["base_revision"]
         old = None
         if base is not None:
-            revision = selectors.record_revision(self.kind, self.record_key(), base)
+            revision = record_revision(self.kind, self.record_key(), base)
             old = loads(revision.snapshot) if revision else None
         current = record_document(self.kind, self.record_key())
         conflict = Conflict(

@@ -21,7 +21,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from claimsdb import selectors
+from claimsdb.selectors.pages import page_keys, rows_in_order
 
 PAGE_SIZE = 50
 PAGE_PARAMETER = "page"
@@ -94,10 +94,10 @@ def paginate(
 
 def paginate_rows(request: HttpRequest, queryset: QuerySet[Any], **options: Any) -> ListPage:
     """``paginate`` for rows with costly columns: the page is cut on primary keys, then only
-    its rows are read (``selectors.page_keys``). One query more, as fixed."""
+    its rows are read (``selectors.pages.page_keys``). One query more, as fixed."""
     return paginate(
         request,
-        selectors.page_keys(queryset),
-        load=lambda keys: selectors.rows_in_order(queryset, keys),
+        page_keys(queryset),
+        load=lambda keys: rows_in_order(queryset, keys),
         **options,
     )

@@ -13,9 +13,13 @@ from typing import Any
 
 from django.urls import reverse
 
-from claimsdb import choices, public, selectors
+from claimsdb import choices, public
 from claimsdb.models import AssessmentMethod, Release, Revision
 from claimsdb.records.kinds import record_kinds
+from claimsdb.selectors.methods import methods_by_key
+from claimsdb.selectors.revisions import claim_withdrawals
+from claimsdb.selectors.scope import scope_of_document
+from claimsdb.selectors.sources import sources_as_of, sources_by_key
 
 from .markdown import render_markdown
 from .repro import runs_by_claim
@@ -373,14 +377,14 @@ def case_page(
         scope = public.released_scope(document, release)
     else:
         if as_of is not None:
-            source_docs = selectors.sources_as_of(keys, as_of.number)
+            source_docs = sources_as_of(keys, as_of.number)
             missing = [k for k in keys if k not in source_docs]
             if missing:
-                source_docs.update(selectors.sources_by_key(missing))
+                source_docs.update(sources_by_key(missing))
         else:
-            source_docs = selectors.sources_by_key(keys)
-        methods = selectors.methods_by_key(method_keys)
-        scope = selectors.scope_of_document(document)
+            source_docs = sources_by_key(keys)
+        methods = methods_by_key(method_keys)
+        scope = scope_of_document(document)
     sources = {k: source_view(k, source_docs.get(k)) for k in keys}
     figures = scope["figures"]
     # long texts are cut on the page; the whole record is one link away
@@ -396,9 +400,7 @@ def case_page(
     ]
     runs = runs_by_claim(document["reproduction_runs"])
     withdrawn = [c["id"] for c in document["claims"] if c["status"] == "withdrawn"]
-    withdrawals = (
-        selectors.claim_withdrawals(document["key"], withdrawn, up_to=revision) if withdrawn else {}
-    )
+    withdrawals = claim_withdrawals(document["key"], withdrawn, up_to=revision) if withdrawn else {}
     claims = [
         {
             **claim,

@@ -20,10 +20,11 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils.feedgenerator import Atom1Feed
 
-from claimsdb import access, choices, citation, http_caching, public, selectors
+from claimsdb import access, choices, citation, http_caching, public
 from claimsdb.models import Release, ReleaseChange, ReleaseEntry, Revision
 from claimsdb.records import PermissionDenied, RuleViolations
 from claimsdb.records.kinds import record_kinds
+from claimsdb.selectors.releases import release_entry_list, with_previous_revisions
 from claimsdb.services.permissions import has_role
 from claimsdb.services.releases import PlannedEntry, release_plan, release_publish
 
@@ -72,16 +73,14 @@ def release_detail(request: HttpRequest, number: int) -> HttpResponse:
     release = public.release_get(number)
     if release is None:
         raise Http404(f"no release {number}")
-    changed = paginate(
-        request, selectors.release_entry_list(release, changed=True), noun="changed record"
-    )
+    changed = paginate(request, release_entry_list(release, changed=True), noun="changed record")
     unchanged = paginate(
         request,
-        selectors.release_entry_list(release, changed=False),
+        release_entry_list(release, changed=False),
         noun="unchanged record",
         parameter="unchanged_page",
     )
-    changed_entries = selectors.with_previous_revisions(release, changed.items)
+    changed_entries = with_previous_revisions(release, changed.items)
     titles = public.revision_titles([e.revision_id for e in changed_entries])
     return render(
         request,

@@ -9,8 +9,11 @@ from django.http import Http404, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
 
-from claimsdb import selectors
 from claimsdb.models import AssessmentMethod
+from claimsdb.selectors.cases import case_keys_and_titles, suggested_claim_id
+from claimsdb.selectors.methods import method_list, methods_by_key
+from claimsdb.selectors.scope import figures_of_other_cases, forbidding_rules
+from claimsdb.selectors.sources import source_list, sources_by_key
 from claimsdb.services import WriteOutcome, claim_add, claim_move, claim_update, claim_withdraw
 
 from .. import stash
@@ -42,7 +45,7 @@ def case_url(key: str, anchor: str = "") -> str:
 def source_choices() -> list[tuple[str, str]]:
     return [
         (s.key, f"{s.title} ({s.key})" + (" — withdrawn" if s.status == "withdrawn" else ""))
-        for s in selectors.source_list()
+        for s in source_list()
     ]
 
 
@@ -151,7 +154,7 @@ class ClaimEditView(RecordEditView):
     def build_forms(self, data, document):
         index = self.claim_index(document)
         if self.claim_id is None:
-            claim = {"id": selectors.suggested_claim_id(document["key"]), "origin": "human"}
+            claim = {"id": suggested_claim_id(document["key"]), "origin": "human"}
             links: list[dict[str, Any]] = []
         else:
             claim = document["claims"][index]
@@ -339,10 +342,8 @@ class AssessmentEditView(RecordEditView):
             key = self.request.POST.get("assessment-method") or self.request.GET.get("method")
             if not key:
                 current = document["assessments"][-1]["method"] if document["assessments"] else ""
-                key = current or next(
-                    (m.key for m in selectors.method_list() if m.status == "active"), ""
-                )
-        method = selectors.methods_by_key([key]).get(key)
+                key = current or next((m.key for m in method_list() if m.status == "active"), "")
+        method = methods_by_key([key]).get(key)
         if method is None:
             raise Http404(f"no assessment method {key!r}")
         return method
@@ -361,7 +362,7 @@ class AssessmentEditView(RecordEditView):
                 assessor=self.request.user.get_full_name() or self.request.user.get_username(),
             )
         cited = cited_source_keys(document)
-        titles = selectors.sources_by_key(cited)
+        titles = sources_by_key(cited)
         return {
             "assessment": AssessmentForm(
                 data,
@@ -378,7 +379,7 @@ class AssessmentEditView(RecordEditView):
     def extra_context(self):
         return {
             "method": getattr(self, "active_method", None),
-            "methods": [m for m in selectors.method_list() if m.status == "active"],
+            "methods": [m for m in method_list() if m.status == "active"],
             "is_new": self.number is None,
         }
 
@@ -491,9 +492,9 @@ class AttributionsEditView(ListEditView):
     def form_kwargs(self, document):
         # two queries however many rules and figures: the rules naming this case, and the
         # figures of the other cases (the choices)
-        forbidden = selectors.forbidding_rules(document["key"])
+        forbidden = forbidding_rules(document["key"])
         options, self.barred = [], []
-        for f in selectors.figures_of_other_cases(document["key"]):
+        for f in figures_of_other_cases(document["key"]):
             described = f"{number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}"
             text = f"{f.figure_id}: {described}"
             rule = forbidden.get(f.figure_id)
@@ -522,7 +523,7 @@ class RelationsEditView(ListEditView):
         return {
             "case_choices": [
                 (key, f"{key} — {title}")
-                for key, title in selectors.case_keys_and_titles()
+                for key, title in case_keys_and_titles()
                 if key != document["key"]
             ]
         }

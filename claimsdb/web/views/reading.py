@@ -8,7 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
-from claimsdb import choices, http_caching, public, selectors
+from claimsdb import choices, http_caching, public
 from claimsdb.access import VisibleRevision
 from claimsdb.citation import citation_block
 from claimsdb.records import (
@@ -19,6 +19,7 @@ from claimsdb.records import (
     record_document,
 )
 from claimsdb.records.kinds import record_kinds
+from claimsdb.selectors import revisions as revision_reads
 from claimsdb.services import revert_document, revision_revert
 
 from ..access import (
@@ -117,7 +118,7 @@ def record_history(request: HttpRequest, key: str, kind: str = "case") -> HttpRe
         return render(
             request, "records/history.html", {**context, **_released_history(request, kind, key)}
         )
-    revisions = selectors.record_revisions(kind, key)
+    revisions = revision_reads.record_revisions(kind, key)
     pages = paginate(request, revisions, noun="revision")
     shown = pages.items
     # the revision before the page's oldest, for its "changes from" link
@@ -185,7 +186,7 @@ def _render_revision(request, kind, key, visible: VisibleRevision):
         "release": visible.release,
         "released": visible.released,
         # for the public, a page that never changes: nothing about later revisions
-        "latest": None if visible.released else selectors.latest_revision_number(kind, key),
+        "latest": None if visible.released else revision_reads.latest_revision_number(kind, key),
         "document": document,
         "can_review": request_has_role(request, "reviewer"),
         "record_url": record_url(kind, key),
@@ -315,7 +316,7 @@ def _render_revert(
     ``revision_revert`` builds), in words at the top and field by field below."""
     # the number first: if a save lands between the two reads, the form's base is the
     # older one and confirming is refused as stale rather than reverting unseen changes
-    current_number = selectors.latest_revision_number(kind, key)
+    current_number = revision_reads.latest_revision_number(kind, key)
     current = record_document(kind, key)
     if current is None or current_number is None:
         raise Http404(f"no {kind} {key}")
@@ -337,7 +338,7 @@ def _render_revert(
         form = RevertForm(data)
     stale_rows = []
     if stale is not None and stale_from is not None:
-        seen = selectors.record_revision(kind, key, stale_from)
+        seen = revision_reads.record_revision(kind, key, stale_from)
         if seen is not None:
             stale_rows = document_changes(loads(seen.snapshot), current)
     rows = document_changes(current, result)
@@ -350,7 +351,7 @@ def _render_revert(
             "kind_label": kind_label,
             "key": key,
             "revision": revision,
-            "current": selectors.record_revision(kind, key, current_number),
+            "current": revision_reads.record_revision(kind, key, current_number),
             "effects": revert_effects(kind_label, current, result),
             "rows": rows,
             "form": form,

@@ -7,8 +7,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from claimsdb import choices, public, selectors
+from claimsdb import choices, public
 from claimsdb.access import VisibleDocument
+from claimsdb.selectors import cases as case_reads
+from claimsdb.selectors import methods as method_reads
+from claimsdb.selectors import revisions as revision_reads
+from claimsdb.selectors import scope as scope_reads
+from claimsdb.selectors import sources as source_reads
 
 from .. import stash
 from ..access import document_or_404, reads_released, request_has_role
@@ -43,7 +48,7 @@ def record_history_context(visible: VisibleDocument, kind: str, key: str) -> dic
             "released": True,
             "released_history": material_history_rows(kind, key, history, released=True),
         }
-    revisions = list(selectors.record_revisions(kind, key)[:DETAIL_HISTORY])
+    revisions = list(revision_reads.record_revisions(kind, key)[:DETAIL_HISTORY])
     return {"history": revision_rows(kind, key, revisions, None, full=False)}
 
 
@@ -68,7 +73,7 @@ def source_list(request: HttpRequest) -> HttpResponse:
         counts = public.released_link_counts()
         rows = [{**document, "link_count": counts.get(key, 0)} for key, document, _ in pages.items]
     else:
-        sources = selectors.source_list()
+        sources = source_reads.source_list()
         if kind:
             sources = sources.filter(kind=kind)
         pages = paginate_rows(request, sources, noun="source")
@@ -103,7 +108,7 @@ def source_detail(request: HttpRequest, key: str) -> HttpResponse:
                 "locator": link.locator,
                 "withdrawn": link.claim.status == "withdrawn",
             }
-            for link in selectors.claims_citing_source(key)
+            for link in source_reads.claims_citing_source(key)
         ]
     for citation in citations:
         citation["relation_label"] = label("relation", citation["relation"])
@@ -199,17 +204,17 @@ class SourceCreateView(SourceEditView):
 def figure_choices() -> list[tuple[str, str]]:
     return [
         (f.figure_id, f"{f.figure_id}: {number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}")
-        for f in selectors.all_figures()
+        for f in scope_reads.all_figures()
     ]
 
 
 def case_choices() -> list[tuple[str, str]]:
-    return [(key, f"{key} — {title}") for key, title in selectors.case_keys_and_titles()]
+    return [(key, f"{key} — {title}") for key, title in case_reads.case_keys_and_titles()]
 
 
 def rule_list(request: HttpRequest) -> HttpResponse:
     released = reads_released(request)
-    records = public.released_records("rule") if released else selectors.rule_list()
+    records = public.released_records("rule") if released else scope_reads.rule_list()
     pages = paginate(request, records, noun="scope rule")
     rules = _listed(pages, released)
     return render(
@@ -225,7 +230,7 @@ def rule_detail(request: HttpRequest, key: str) -> HttpResponse:
     if visible.released:
         figures = public.released_figures(wanted)
     else:
-        figures = selectors.figures_by_id(wanted)
+        figures = scope_reads.figures_by_id(wanted)
     figure = figures.get(visible.document["figure"])
     return render(
         request,
@@ -301,7 +306,7 @@ class RuleCreateView(RuleEditView):
 
 def method_list(request: HttpRequest) -> HttpResponse:
     released = reads_released(request)
-    records = public.released_records("method") if released else selectors.method_list()
+    records = public.released_records("method") if released else method_reads.method_list()
     pages = paginate(request, records, noun="assessment method")
     methods = _listed(pages, released)
     return render(
@@ -371,7 +376,7 @@ class MethodCreateView(MethodEditView):
             "impact": {"min": 0, "max": 4, "labels": {}},
         }
         base_key = self.request.GET.get("from", "")
-        base = selectors.methods_by_key([base_key]).get(base_key) if base_key else None
+        base = method_reads.methods_by_key([base_key]).get(base_key) if base_key else None
         if base is not None:
             name, _, version = base.key.rpartition("/")
             initial.update(

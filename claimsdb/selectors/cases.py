@@ -1,0 +1,167 @@
+"""Reads of cases: one case's document, the case list's filters and its rows, the tags in
+use, and the next free claim ID."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connections, router
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
+
+from claimsdb.models import Assessment, Case, CaseTag, Claim, ClaimIdReservation, Revision
+from claimsdb.records import record_document
+from claimsdb.records.batched import batch_values
+
+from .pages import count_of
+
+
+def case_document_or_none(key: str) -> dict[str, Any] | None:
+    return record_document("case", key)
+
+
+def case_keys_and_titles() -> list[tuple[str, str]]:
+    return list(Case.objects.order_by("key").values_list("key", "title"))
+
+
+def current_assessment_filter(dimension: str, value: str) -> Exists:
+    """An ``Exists`` matching cases whose current (newest) assessment has ``dimension=value``."""
+    newest = (
+        Assessment.objects.filter(case=OuterRef("case")).order_by("-position").values("position")
+    )
+    return Exists(
+        Assessment.objects.filter(
+            case=OuterRef("pk"), position=Subquery(newest[:1]), **{f"values__{dimension}": value}
+        )
+    )
+
+
+def case_list_filtered(
+    *, status: str = "", tag: str = "", values: dict[str, str] | None = None
+) -> QuerySet[Case]:
+    """The cases the list page shows, by key: the page is cut on it (``pages.page_keys``)
+    and its rows read with ``case_list_rows``.
+
+    ``values`` filters on the current assessment: ``{dimension key: value key}``; the caller
+    checks the keys against the methods' vocabularies.
+    """
+    cases = Case.objects.order_by("key")
+    if status:
+        cases = cases.filter(status=status)
+    if tag:
+        cases = cases.filter(tags__name=tag)
+    for dimension, value in (values or {}).items():
+        cases = cases.filter(current_assessment_filter(dimension, value))
+    return cases
+
+
+def case_list_rows(keys: list[int]) -> list[dict[str, Any]]:
+    """One page of the case list (primary keys, in page order) as plain rows: key, title,
+    status, summary, claim count, latest revision number, tags (by name) and the current
+    assessment (``None``, or its method key, values, impact and date).
+
+    Three queries whatever the page holds, and no model instances: the case columns with
+    the correlated count and revision (worked out for the page's rows only), the page's
+    tags, and the page's current assessments alone. Each is put together once
+    (``batch_values``): the page's keys are their one parameter.
+    """
+    found = {
+        row[0]: dict(zip(CASE_LIST_FIELDS, row, strict=True))
+        for row in batch_values("case_list.rows", Case, _case_list_rows, keys)
+    }
+    for row in found.values():
+        row["tags"] = []
+        row["assessment"] = None
+    ids = list(found)
+    for case_id, name in batch_values("case_list.tags", CaseTag, _case_list_tags, ids):
+        found[case_id]["tags"].append(name)
+    for case_id, method, chosen, impact, assessed_on in batch_values(
+        "case_list.assessments", Assessment, _case_list_assessments, ids
+    ):
+        found[case_id]["assessment"] = {
+            "method": method,
+            "values": chosen,
+            "impact": impact,
+            "assessed_on": assessed_on,
+        }
+    return [found[key] for key in keys if key in found]
+
+
+CASE_LIST_FIELDS = ("pk", "key", "title", "status", "summary", "claim_count", "latest_revision")
+
+
+def _case_list_rows(ids: Any) -> QuerySet[Any]:
+    latest = Revision.objects.filter(record_kind="case", record_key=OuterRef("key")).order_by(
+        "-number"
+    )
+    return (
+        Case.objects.filter(pk__in=ids)
+        .annotate(
+            # a withdrawn claim stays in its case but no longer counts as one of its claims
+            claim_count=count_of(
+                Claim.objects.filter(case=OuterRef("pk")).exclude(status="withdrawn"), "case"
+            ),
+            latest_revision=Subquery(latest.values("number")[:1]),
+        )
+        .order_by()
+        .values_list(*CASE_LIST_FIELDS)
+    )
+
+
+def _case_list_tags(ids: Any) -> QuerySet[Any]:
+    return (
+        CaseTag.objects.filter(case_id__in=ids)
+        .order_by("case_id", "name")
+        .values_list("case_id", "name")
+    )
+
+
+def _case_list_assessments(ids: Any) -> QuerySet[Any]:
+    newest = (
+        Assessment.objects.filter(case=OuterRef("case")).order_by("-position").values("position")
+    )
+    return (
+        Assessment.objects.filter(case_id__in=ids, position=Subquery(newest[:1]))
+        .order_by()
+        .values_list("case_id", "method__key", "values", "impact", "assessed_on")
+    )
+
+
+def case_tags() -> list[str]:
+    """Every tag name in use, sorted.
+
+    On PostgreSQL by skipping along the index on names, from one name to the next: as many
+    index probes as there are names, where ``DISTINCT`` reads every tag of every case on
+    each page of the case list."""
+    connection = connections[router.db_for_read(CaseTag)]  # a replica, where one may serve
+    if connection.vendor != "postgresql":
+        return list(CaseTag.objects.order_by("name").values_list("name", flat=True).distinct())
+    quote = connection.ops.quote_name
+    table, name = quote(CaseTag._meta.db_table), quote(CaseTag._meta.get_field("name").column)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH RECURSIVE names(name) AS ("
+            f"(SELECT {name} FROM {table} ORDER BY {name} LIMIT 1) UNION ALL "
+            f"SELECT (SELECT {name} FROM {table} WHERE {name} > names.name "
+            f"ORDER BY {name} LIMIT 1) FROM names WHERE names.name IS NOT NULL) "
+            f"SELECT name FROM names WHERE name IS NOT NULL"
+        )
+        return [found for (found,) in cursor.fetchall()]
+
+
+def suggested_claim_id(case_key: str) -> str:
+    """The next free ``CLM-<case>-<letter>`` ID (never one used before, even if withdrawn)."""
+    prefix = f"CLM-{case_key}-"
+    used = set(
+        ClaimIdReservation.objects.filter(claim_id__startswith=prefix).values_list(
+            "claim_id", flat=True
+        )
+    ) | set(Claim.objects.filter(claim_id__startswith=prefix).values_list("claim_id", flat=True))
+    number = 0
+    while True:
+        number += 1
+        suffix, n = "", number
+        while n:
+            n, rest = divmod(n - 1, 26)
+            suffix = chr(ord("A") + rest) + suffix
+        if prefix + suffix not in used:
+            return prefix + suffix
