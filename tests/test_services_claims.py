@@ -188,11 +188,11 @@ def test_a_refusal_points_into_the_case_and_knows_the_claim(case_claims, analyst
 def test_seen_from_the_claim_problems_elsewhere_name_the_case():
     refused = ClaimRefused(
         [
-            RuleViolation("a", "the claim", "claims[2]"),
-            RuleViolation("b", "inside", "claims[2].evidence[0].source"),
-            RuleViolation("c", "another claim", "claims[20].id"),
-            RuleViolation("d", "elsewhere", "figures[0]"),
-            RuleViolation("e", "another record", "relations[0]", "case CP22-002"),
+            RuleViolation("claim.evidence_required", "the claim", "claims[2]"),
+            RuleViolation("evidence.source_unknown", "inside", "claims[2].evidence[0].source"),
+            RuleViolation("claim.id_taken", "another claim", "claims[20].id"),
+            RuleViolation("figure.id_taken", "elsewhere", "figures[0]"),
+            RuleViolation("scope.relation_conflict", "another record", "relations[0]", "case CP22-002"),
         ],
         case_key=CASE,
         index=2,
