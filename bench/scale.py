@@ -17,9 +17,10 @@ Every figure is a ratio of two measurements made in the same run, on throwaway d
   added revisions repeat records' latest snapshots, chained with the ledger's own
   ``chain_hash`` and copied in bulk, so the chain verifies and every record still equals
   its latest snapshot (the smaller knowledge bases get as many revisions per case);
-* one case update through ``case_update`` at ``--update-cases`` vs ``--cases`` cases, and
-  against a raw floor: deleting and re-inserting the case's rows (and the rows that point
-  at them) with ``executemany``, plus one chained revision row, in one transaction;
+* one case update through ``case_update`` at ``--update-cases`` vs ``--cases`` cases (its
+  time and, reported only, its queries), and against a raw floor: deleting and
+  re-inserting the case's rows (and the rows that point at them) with ``executemany``,
+  plus one chained revision row, in one transaction;
 * ``GET /api/v1/cases/<key>/`` through Django's test client (signed in) against the same
   rows fetched with one psycopg query per table, the keys they name, plus ``json.dumps``;
   the case list page and a search against the bare SQL behind what they show (a page of
@@ -379,9 +380,12 @@ def _edited(document: dict, n: int) -> dict:
 
 @child
 def child_update(key: str, repeats: int, profile: str = "") -> dict:
-    """``repeats`` updates of one case through ``case_update``; seconds of each."""
+    """``repeats`` updates of one case through ``case_update``: seconds of each, then the
+    queries of one more (counted apart: recording queries slows them)."""
     setup_django()
     from django.contrib.auth.models import User
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
     from claimsdb.records import record_document
     from claimsdb.services import case_update
@@ -394,8 +398,11 @@ def child_update(key: str, repeats: int, profile: str = "") -> dict:
         case_update(user=user, key=key, document=document, summary=f"Benchmark edit {n}")
         if n:  # the first one warms the caches up
             times.append(time.perf_counter() - start)
+    document = _edited(record_document("case", key), repeats + 1)
+    with CaptureQueriesContext(connection) as captured:
+        case_update(user=user, key=key, document=document, summary="Benchmark edit (counted)")
     if profile:
-        document = _edited(record_document("case", key), repeats + 1)
+        document = _edited(record_document("case", key), repeats + 2)
         profiler = cProfile.Profile()
         profiler.enable()
         case_update(user=user, key=key, document=document, summary="Benchmark edit (profiled)")
@@ -403,7 +410,7 @@ def child_update(key: str, repeats: int, profile: str = "") -> dict:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
         Path(profile).write_text(text.getvalue(), encoding="utf-8")
-    return {"times": times}
+    return {"times": times, "queries": len(captured)}
 
 
 @child
@@ -1016,6 +1023,9 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
     u_small, u_big = med(update_small["times"]), med(update_big["times"])
     rows.append(Row(f"case update at {big_n:,} vs {upd_n:,} cases (median)", ms(u_big),
                     ms(u_small), u_big / u_small, "≤ 1.5"))  # fmt: skip
+    q_big, q_small = update_big["queries"], update_small["queries"]
+    rows.append(Row(f"case update queries at {big_n:,} vs {upd_n:,} cases", f"{q_big:,}",
+                    f"{q_small:,}", q_big / q_small, ""))  # fmt: skip
     records_big, records_small = counts["big"]["records"], counts["small"]["records"]
     r_big = records_big / timed[("load", "big")]["seconds"]
     r_small = records_small / timed[("load", "small")]["seconds"]
