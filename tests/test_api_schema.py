@@ -8,7 +8,6 @@ import re
 
 import pytest
 import schemathesis
-from django.core.cache import cache
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
@@ -33,7 +32,7 @@ from claimsdb.rules.codes import CODES
 from claimsdb.services import case_create, case_update
 from claimsdb.services.releases import release_publish
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_cache")]
 
 SCHEMA_URL = "/api/v1/schema/?format=json"
 # Endpoints of the records: anyone reads (the released record without a role), writes need a
@@ -41,13 +40,6 @@ SCHEMA_URL = "/api/v1/schema/?format=json"
 RECORD_PATHS = tuple(
     f"/api/v1/{name}/" for name in ("cases", "claims", "sources", "rules", "methods", "revisions")
 )
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttles():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def get_schema() -> dict:

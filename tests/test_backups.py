@@ -22,7 +22,7 @@ from claimsdb.records import RuleViolations, record_document
 from claimsdb.services import bundle_load, case_update
 from claimsdb.services.releases import release_publish
 
-from .conftest import ROOT
+from .support import ROOT
 
 VALID_RESULTS = ROOT / "fixtures" / "repro" / "valid" / "valid-small.json"
 

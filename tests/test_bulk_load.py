@@ -19,6 +19,8 @@ from claimsdb.models import Case, ClaimIdReservation, Relation, Revision, Source
 from claimsdb.records import RuleViolations, bundle_document, dumps_pretty, record_document
 from claimsdb.services import bundle_load_file, case_update
 
+from .support import queries_of
+
 pytestmark = pytest.mark.django_db
 
 
@@ -60,9 +62,7 @@ def update_queries(user, key: str) -> int:
     document = copy.deepcopy(record_document("case", key))
     document["title"] += " (edited)"
     document["claims"][1]["statement"] += " Edited."
-    with CaptureQueriesContext(connection) as captured:
-        case_update(user=user, key=key, document=document, summary="Edit")
-    return len(captured)
+    return queries_of(lambda: case_update(user=user, key=key, document=document, summary="Edit"))
 
 
 def test_one_case_update_costs_the_same_queries_at_two_sizes(reviewer, tmp_path):

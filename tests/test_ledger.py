@@ -11,7 +11,7 @@ from claimsdb.models import Case, Revision
 from claimsdb.records import RuleViolations, bundle_document, record_document
 from claimsdb.services import bundle_load, case_update, revision_revert
 
-from .conftest import case_doc, load_seed_bundle, make_user
+from .support import case_doc, load_seed_bundle, make_user
 
 pytestmark = pytest.mark.django_db
 

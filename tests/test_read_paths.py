@@ -14,7 +14,7 @@ from claimsdb.models import Case, Revision
 from claimsdb.records import case_document, case_queryset, record_document
 from claimsdb.services import record_update
 
-from .test_web_support import signed_in
+from .support import signed_in
 
 
 def test_a_case_document_is_the_prefetched_document(seeded):

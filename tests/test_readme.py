@@ -2,7 +2,7 @@
 
 from claimsdb.rules.codes import CODES
 
-from .conftest import ROOT
+from .support import ROOT
 
 
 def test_readme_lists_every_code():

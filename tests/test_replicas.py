@@ -26,6 +26,8 @@ from claimsdb.services import bundle_load, case_update
 from claimsdb.services.releases import release_publish
 from claimsdb.settings import database_from_url
 
+from .support import signed_in
+
 REPLICA_URL = os.environ.get("CLAIMSDB_TEST_REPLICA_URL", "")
 CASE = "CP22-003"
 ALIAS = "replica1"
@@ -162,8 +164,7 @@ def test_a_paused_replica_shows_what_it_has_replayed(replica, reviewer, seed_bun
 def test_writes_and_the_writers_next_reads_use_the_primary(replica, reviewer, analyst, seed_bundle):
     _released_seed(reviewer, seed_bundle)
     _caught_up()
-    writer = Client()
-    writer.force_login(analyst)
+    writer = signed_in(analyst)
     with CaptureQueriesContext(connections[ALIAS]) as during_write:
         response = writer.generic(
             "PATCH",
@@ -191,8 +192,7 @@ def test_edit_forms_and_working_state_never_come_from_a_lagging_replica(
     _caught_up()
     _pause_replay()
     _retitle(analyst, "Only on the primary")
-    editor = Client()
-    editor.force_login(analyst)
+    editor = signed_in(analyst)
     for path in (f"/cases/{CASE}/edit/", f"/cases/{CASE}/", f"/api/v1/cases/{CASE}/"):
         response, _, on_replica = _reads(editor, path)
         assert response.status_code == 200, path

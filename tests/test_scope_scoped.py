@@ -22,7 +22,7 @@ from claimsdb.rules.scope import bridge_hits, non_attribution_hits
 from claimsdb.services import bundle_load, case_update, writer
 from claimsdb.services.writer import RecordWrite, write_records
 
-from .conftest import load_seed_bundle, new_case
+from .support import load_seed_bundle, new_case
 
 pytestmark = pytest.mark.django_db
 

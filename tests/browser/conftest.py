@@ -2,7 +2,8 @@
 
 They are skipped only when /usr/bin/chromium is missing and CI is not set; in CI they
 always run (CI installs Debian's ``chromium`` package). Playwright never downloads a browser
-here: it is pointed at the system one.
+here: it is pointed at the system one. Their page helpers (signing in, artifacts) are in
+tests/support.py.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "artifacts"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -63,7 +62,7 @@ def seeded_site(django_db_serialized_rollback, transactional_db, live_server):
     from django.contrib.auth.models import Group
 
     from claimsdb.services import bundle_load
-    from tests.conftest import load_seed_bundle, make_user
+    from tests.support import load_seed_bundle, make_user
 
     for role in ("viewer", "analyst", "reviewer"):
         Group.objects.get_or_create(name=role)
@@ -100,32 +99,3 @@ def new_page(browser):
     yield make
     for context in contexts:
         context.close()
-
-
-def sign_in(page, base_url: str, username: str) -> None:
-    page.goto(f"{base_url}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", f"pw-{username}")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base_url}/")
-
-
-def artifact(name: str) -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    return ARTIFACTS / name
-
-
-def add_claim(page, base_url: str, case: str, statement: str, summary: str) -> None:
-    """Adds a supported claim citing the seed's SGLang pull request, through the claim form."""
-    import re
-
-    page.goto(f"{base_url}/cases/{case}/claims/new/")
-    page.fill("#id_claim-statement", statement)
-    page.select_option("#id_claim-status", "supported")
-    page.select_option("#id_claim-basis", "reported_finding")
-    page.select_option("#id_evidence-0-source", "SRC-SGLANG-PR-35360")
-    page.select_option("#id_evidence-0-relation", "supports")
-    page.fill("#id_evidence-0-locator", "PR description")
-    page.fill("#id_summary", summary)
-    page.get_by_role("button", name="Save").click()
-    page.wait_for_url(re.compile(rf"/cases/{case}/#claims$"))
