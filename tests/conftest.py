@@ -1,5 +1,13 @@
-"""Shared fixtures: users and clients in each role, the seed knowledge base, and state kept
-outside the database. The helpers they are made of are in tests/support.py."""
+"""Shared fixtures: users and clients in each role, the seed knowledge base, and the markers.
+
+Three markers sort the suite (pyproject.toml registers them), and ``make test`` runs all:
+
+- ``browser``: the Playwright tests of tests/browser (``-m "not browser"`` leaves them out);
+- ``postgres``: tests of what only PostgreSQL does, skipped on any other database;
+- ``slow``: the few tests that take longest (``-m "not slow"`` for a quick run).
+
+The helpers these fixtures are made of are in tests/support.py.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +17,23 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import Client
 
 from claimsdb.services import bundle_load
 from claimsdb.services.permissions import ROLES
 
 from .support import load_seed_bundle, make_user, signed_in
+
+
+def pytest_collection_modifyitems(config, items):
+    if connection.vendor == "postgresql":
+        return
+    for item in items:
+        marker = item.get_closest_marker("postgres")
+        if marker is not None:
+            reason = marker.kwargs.get("reason", "what it tests exists on PostgreSQL only")
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 # --- users in each role -------------------------------------------------------------------

@@ -252,6 +252,7 @@ def release_and_edit(reviewer) -> None:
     case_create(user=reviewer, document=document, summary="Unreleased case")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", list(PARTS))
 def test_live_api_conforms_to_its_schema(api_schema, reviewer_token, reviewer, part):
     """Generated requests (positive and negative, and the schema's own examples) as a

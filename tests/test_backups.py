@@ -112,6 +112,7 @@ def test_restore_refuses_a_damaged_backup_and_a_non_empty_database(
         call_command("restore", str(tmp_path), stdout=io.StringIO())
 
 
+@pytest.mark.slow
 def test_backup_and_restore_commands_across_two_databases(tmp_path: Path):
     """As an operator runs them: back up one database, restore into a new one."""
     base = {

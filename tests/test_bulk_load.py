@@ -92,6 +92,7 @@ def test_load_queries_grow_by_batch_not_by_record(reviewer, tmp_path):
     assert Revision.objects.count() == 0
 
 
+@pytest.mark.slow
 def test_memory_of_a_load_follows_the_batch_not_the_file(reviewer, tmp_path):
     peaks = []
     for cases in (20, 80):
@@ -207,7 +208,7 @@ def test_a_case_update_reads_relations_by_either_side_not_by_an_or_across_joins(
         assert not re.search(r'\."key" IN \([^)]*\)\)? OR \(?T\d+\."key" IN', sql), sql
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="ANALYZE runs on PostgreSQL")
+@pytest.mark.postgres(reason="ANALYZE runs on PostgreSQL")
 def test_a_load_refreshes_statistics_each_time_its_record_count_doubles(
     reviewer, tmp_path, monkeypatch
 ):

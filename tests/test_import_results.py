@@ -408,6 +408,7 @@ def _peak_of_import(user, path: Path) -> int:
     return peak
 
 
+@pytest.mark.slow
 def test_memory_does_not_grow_with_the_number_of_trial_rows(seeded, analyst, tmp_path):
     small, large = tmp_path / "small.json", tmp_path / "large.json"
     # two and twenty batches of trial rows (claimsdb.importers.storage.BATCH_SIZE)
@@ -425,9 +426,7 @@ def test_memory_does_not_grow_with_the_number_of_trial_rows(seeded, analyst, tmp
 # --- concurrency (PostgreSQL) -------------------------------------------------------------
 
 
-@pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="SQLite serialises whole transactions anyway"
-)
+@pytest.mark.postgres(reason="SQLite serialises whole transactions anyway")
 def test_two_processes_importing_the_same_file_store_it_once(
     roles_kept, transactional_db, seed_bundle
 ):

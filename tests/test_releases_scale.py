@@ -180,6 +180,7 @@ def traced_peak(function) -> int:
     return peak - before
 
 
+@pytest.mark.slow
 def test_publishing_memory_is_bounded_by_the_batch(reviewer, monkeypatch):
     """Both releases measured follow an earlier one: half of the 800 records are new and
     half unchanged, then three quarters of the 3,200."""

@@ -34,6 +34,7 @@ ALIAS = "replica1"
 
 pytestmark = [
     pytest.mark.skipif(not REPLICA_URL, reason="CLAIMSDB_TEST_REPLICA_URL names no replica"),
+    pytest.mark.postgres(reason="read replicas are PostgreSQL streaming replicas"),
     # committed data only: the replica never sees a test's rolled-back transaction
     pytest.mark.django_db(transaction=True, databases=["default", "replica1"]),
 ]
@@ -62,8 +63,6 @@ def replica_alias(django_db_setup):
     of connections (a module fixture runs before the per-test one). It is a test mirror of
     the default database, so transactional tests do not try to flush the read-only
     replica; its connection still goes to the replica."""
-    if connection.vendor != "postgresql":
-        pytest.skip("read replicas are PostgreSQL streaming replicas")
     _attach(REPLICA_URL)
     yield
     _detach()

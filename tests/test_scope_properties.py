@@ -136,6 +136,7 @@ def apply_edit(user, edit) -> None:
     case_update(user=user, key=key, document=document, summary=f"{kind}")
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

@@ -145,7 +145,7 @@ def test_batches_refuse_records_out_of_key_order():
         list(record_stream.in_key_order(batches))
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="collations are PostgreSQL's")
+@pytest.mark.postgres(reason="collations are PostgreSQL's")
 def test_export_sorts_by_code_point_under_a_language_collation(seeded, tmp_path, monkeypatch):
     monkeypatch.setattr(record_stream, "orders_bytewise", lambda queryset: False)
     out = tmp_path / "export.json"
@@ -381,7 +381,7 @@ def test_the_release_download_is_the_release_export_streamed(seeded, reviewer, t
 # --- one snapshot (PostgreSQL) ---------------------------------------------------------------
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite reads batch by batch")
+@pytest.mark.postgres(reason="SQLite reads batch by batch")
 def test_a_write_made_while_a_command_reads_is_not_seen(
     roles_kept, transactional_db, seed_bundle, tmp_path
 ):

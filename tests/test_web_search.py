@@ -74,9 +74,8 @@ def test_case_list_shows_profile_labels(seeded, viewer):
 
 # --- the search index: ranking, highlighting, the write path, releases, pages -------------
 
-POSTGRESQL_ONLY = pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="full-text ranking, ts_headline and the GIN index exist on PostgreSQL only",
+POSTGRESQL_ONLY = pytest.mark.postgres(
+    reason="full-text ranking, ts_headline and the GIN index exist on PostgreSQL only"
 )
 
 

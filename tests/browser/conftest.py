@@ -1,5 +1,6 @@
 """Browser tests: Playwright's sync API driving Debian's Chromium against ``live_server``.
 
+They carry the ``browser`` marker: ``pytest -m "not browser"`` runs the suite without them.
 They are skipped only when /usr/bin/chromium is missing and CI is not set; in CI they
 always run (CI installs Debian's ``chromium`` package). Playwright never downloads a browser
 here: it is pointed at the system one. Their page helpers (signing in, artifacts) are in
@@ -30,15 +31,20 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+HERE = Path(__file__).resolve().parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(config, items):
-    if CHROMIUM.exists() or os.environ.get("CI"):
-        return
+    """Every test here is marked ``browser`` (``-m "not browser"`` leaves them out), and
+    skipped where there is no Chromium to drive."""
+    runnable = CHROMIUM.exists() or bool(os.environ.get("CI"))
     skip = pytest.mark.skip(reason="no /usr/bin/chromium (apt-get install chromium)")
     for item in items:
-        if "tests/browser/" in str(item.fspath).replace(os.sep, "/"):
-            item.add_marker(skip)
+        if HERE in Path(item.fspath).resolve().parents:
+            item.add_marker(pytest.mark.browser)
+            if not runnable:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
