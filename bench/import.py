@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://user@host:5432/claimsdb .venv/bin/python bench/import.py
 
-Sets up a throwaway database (``<name>_bench_<pid>``, migrated, with the seed fixture),
+Sets up a throwaway database (``<name>_import_<pid>_kb``, migrated, with the seed fixture),
 writes synthetic results files of 1,000,000 and 100,000 trial rows to a temporary
 directory, and measures, each in a fresh child process:
 
@@ -21,37 +21,29 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def setup_django() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "claimsdb.settings")
-    os.environ.setdefault("SECRET_KEY", "claimsdb-benchmark-only-" + "x" * 40)
-    import django
-
-    django.setup()
-
-
-def maxrss_bytes() -> int:
-    # Linux reports kilobytes, macOS bytes.
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss if sys.platform == "darwin" else rss * 1024
-
+from bench.harness import (  # noqa: E402  (the root is on the path from here on)
+    Databases,
+    maxrss_bytes,
+    postgres_url,
+    run_child,
+    serve_child,
+    setup_django,
+)
 
 # --- child processes: one measurement each ------------------------------------------------
 
 
-def child_import(path: str, traced: bool) -> dict:
+def child_import(path: str, traced: bool = False) -> dict:
     setup_django()
     from django.contrib.auth.models import User
 
@@ -167,59 +159,36 @@ def _forget_run(path: str) -> None:
             storage.delete_run(run)
 
 
+CHILDREN = {"import": child_import, "copy": child_copy}
+
+
 # --- the orchestrating process ------------------------------------------------------------
-
-
-def run_child(database_url: str, *args: str) -> dict:
-    env = {**os.environ, "DATABASE_URL": database_url}
-    result = subprocess.run(
-        [sys.executable, __file__, "--child", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode != 0:
-        raise SystemExit(f"measurement {' '.join(args)} failed:\n{result.stderr}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--small-rows", type=int, default=100_000)
-    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
-        kind, path, *rest = options.child
-        if kind == "import":
-            result = child_import(path, traced=rest == ["traced"])
-        else:
-            result = child_copy(path)
-        print(json.dumps(result))
-        return 0
+        return serve_child(CHILDREN, *options.child)
 
-    url = os.environ.get("DATABASE_URL", "")
-    if urlsplit(url).scheme not in {"postgres", "postgresql", "pgsql"}:
-        print("bench/import.py needs DATABASE_URL=postgres://… (it measures COPY)", file=sys.stderr)
-        return 2
+    url = postgres_url("bench/import.py", "it measures COPY")
     setup_django()
-    from django.conf import settings
     from django.db import connection
 
-    name = f"{settings.DATABASES['default']['NAME']}_bench_{os.getpid()}"
-    connection.settings_dict["TEST"]["NAME"] = name
-    old_name = connection.settings_dict["NAME"]
-    print(f"setting up database {name} …", flush=True)
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    parts = urlsplit(url)
-    bench_url = urlunsplit(parts._replace(path="/" + name))
+    base = urlsplit(url).path.lstrip("/") or "claimsdb"
+    dbs = Databases(url, f"{base}_import_{os.getpid()}")
     try:
+        print(f"setting up database {dbs.prefix}_kb …", flush=True)
+        bench_url = dbs.migrated("kb")
         _seed()
         connection.close()
         with tempfile.TemporaryDirectory(prefix="claimsdb-bench-") as folder:
             return _measure(bench_url, Path(folder), options.rows, options.small_rows)
     finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
+        dbs.drop_all()
 
 
 def _seed() -> None:
@@ -245,13 +214,13 @@ def _measure(url: str, folder: Path, rows: int, small_rows: int) -> int:
     size = big.stat().st_size
 
     print("plain COPY …", flush=True)
-    copy = run_child(url, "copy", str(big))
+    copy = run_child(__file__, url, "copy", str(big))
     print("import (timed) …", flush=True)
-    timed = run_child(url, "import", str(big))
+    timed = run_child(__file__, url, "import", str(big))
     print("imports (traced) …", flush=True)
-    traced_big = run_child(url, "import", str(big), "traced")
-    traced_small = run_child(url, "import", str(small), "traced")
-    timed_small = run_child(url, "import", str(small))
+    traced_big = run_child(__file__, url, "import", str(big), True)
+    traced_small = run_child(__file__, url, "import", str(small), True)
+    timed_small = run_child(__file__, url, "import", str(small))
 
     import_rate = timed["rows"] / timed["seconds"]
     copy_rate = copy["rows"] / copy["seconds"]

@@ -17,9 +17,10 @@ Every figure is a ratio of two measurements made in the same run, on throwaway d
   added revisions repeat records' latest snapshots, chained with the ledger's own
   ``chain_hash`` and copied in bulk, so the chain verifies and every record still equals
   its latest snapshot (the smaller knowledge bases get as many revisions per case);
-* one case update through ``case_update`` at ``--update-cases`` vs ``--cases`` cases, and
-  against a raw floor: deleting and re-inserting the case's rows (and the rows that point
-  at them) with ``executemany``, plus one chained revision row, in one transaction;
+* one case update through ``case_update`` at ``--update-cases`` vs ``--cases`` cases (its
+  time and, reported only, its queries), and against a raw floor: deleting and
+  re-inserting the case's rows (and the rows that point at them) with ``executemany``,
+  plus one chained revision row, in one transaction;
 * ``GET /api/v1/cases/<key>/`` through Django's test client (signed in) against the same
   rows fetched with one psycopg query per table, the keys they name, plus ``json.dumps``;
   the case list page and a search against the bare SQL behind what they show (a page of
@@ -45,9 +46,7 @@ import io
 import json
 import os
 import pstats
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,12 +56,23 @@ from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/claimsdb"
+from bench.harness import (  # noqa: E402  (the root is on the path from here on)
+    Databases,
+    log,
+    maxrss_bytes,
+    p95,
+    postgres_url,
+    serve_child,
+    setup_django,
+    timed,
+)
+from bench.harness import run_child as run_script  # noqa: E402
+
 USER = "bench-reviewer"
 PAGE_SIZE = 50  # rows of the list floor's page
 SEARCH_PAGE = 20  # hits on a page of search results (claimsdb.search.PER_PAGE)
@@ -73,23 +83,6 @@ SEARCH_TABLES = {
     "source": "bench_source_text",
 }
 QUICK = {"cases": 24, "small_cases": 12, "update_cases": 12, "revisions": 400, "repeats": 3}
-
-
-def setup_django() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "claimsdb.settings")
-    os.environ.setdefault("SECRET_KEY", "claimsdb-benchmark-only-" + "x" * 40)
-    hosts = os.environ.get("ALLOWED_HOSTS", "")
-    if "testserver" not in hosts.split(","):  # the in-process test client's host
-        os.environ["ALLOWED_HOSTS"] = f"{hosts},testserver" if hosts else "testserver"
-    import django
-
-    django.setup()
-
-
-def maxrss_bytes() -> int:
-    # Linux reports kilobytes, macOS bytes.
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss if sys.platform == "darwin" else rss * 1024
 
 
 # --- child processes: one measurement each ------------------------------------------------
@@ -379,9 +372,12 @@ def _edited(document: dict, n: int) -> dict:
 
 @child
 def child_update(key: str, repeats: int, profile: str = "") -> dict:
-    """``repeats`` updates of one case through ``case_update``; seconds of each."""
+    """``repeats`` updates of one case through ``case_update``: seconds of each, then the
+    queries of one more (counted apart: recording queries slows them)."""
     setup_django()
     from django.contrib.auth.models import User
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
     from claimsdb.records import record_document
     from claimsdb.services import case_update
@@ -394,8 +390,11 @@ def child_update(key: str, repeats: int, profile: str = "") -> dict:
         case_update(user=user, key=key, document=document, summary=f"Benchmark edit {n}")
         if n:  # the first one warms the caches up
             times.append(time.perf_counter() - start)
+    document = _edited(record_document("case", key), repeats + 1)
+    with CaptureQueriesContext(connection) as captured:
+        case_update(user=user, key=key, document=document, summary="Benchmark edit (counted)")
     if profile:
-        document = _edited(record_document("case", key), repeats + 1)
+        document = _edited(record_document("case", key), repeats + 2)
         profiler = cProfile.Profile()
         profiler.enable()
         case_update(user=user, key=key, document=document, summary="Benchmark edit (profiled)")
@@ -403,7 +402,7 @@ def child_update(key: str, repeats: int, profile: str = "") -> dict:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
         Path(profile).write_text(text.getvalue(), encoding="utf-8")
-    return {"times": times}
+    return {"times": times, "queries": len(captured)}
 
 
 @child
@@ -507,16 +506,6 @@ def child_update_floor(key: str, repeats: int) -> dict:
     return {"times": times, "rows": sum(len(r) for _, r in rows.values())}
 
 
-def _timed(function: Callable[[], Any], repeats: int) -> list[float]:
-    function()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return times
-
-
 @child
 def child_reads(key: str, word: str, repeats: int) -> dict:
     """The case API, the case list page and a search, each against its raw floor."""
@@ -551,9 +540,9 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
         return fetch
 
     result: dict[str, list[float]] = {}
-    result["api"] = _timed(get(f"/api/v1/cases/{key}/"), repeats)
-    result["list"] = _timed(get("/cases/"), repeats)
-    result["search"] = _timed(get("/", q=word), repeats)
+    result["api"] = timed(get(f"/api/v1/cases/{key}/"), repeats)
+    result["list"] = timed(get("/cases/"), repeats)
+    result["search"] = timed(get("/", q=word), repeats)
 
     case_table = Case._meta.db_table
     case_key = Case._meta.get_field("key").column
@@ -585,7 +574,7 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
             keys = _named_keys(cursor, rows)
             json.dumps({"etag": etag, "rows": rows, "keys": keys}, default=str, sort_keys=True)
 
-    result["api_floor"] = _timed(api_floor, repeats)
+    result["api_floor"] = timed(api_floor, repeats)
 
     def list_floor() -> None:
         # what one page of the list shows, and the count above it: each case's columns,
@@ -617,7 +606,7 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
             cursor.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(case_table)))
             cursor.fetchone()
 
-    result["list_floor"] = _timed(list_floor, repeats)
+    result["list_floor"] = timed(list_floor, repeats)
 
     with connection.cursor() as cursor:
         # the floor's own index: what a stored, GIN-indexed tsvector gives
@@ -679,7 +668,7 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
             cursor.execute(page_query, [word, SEARCH_PAGE])
             cursor.fetchall()
 
-    result["search_floor"] = _timed(search_floor, repeats)
+    result["search_floor"] = timed(search_floor, repeats)
     return result
 
 
@@ -770,21 +759,8 @@ def child_verify_floor() -> dict:
 # --- the orchestrating process ------------------------------------------------------------
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
 def run_child(url: str, kind: str, *args: Any) -> dict:
-    env = {**os.environ, "DATABASE_URL": url}
-    result = subprocess.run(
-        [sys.executable, __file__, "--child", kind, json.dumps(list(args))],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode != 0:
-        raise SystemExit(f"measurement {kind} {args} failed:\n{result.stderr}")
-    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    measured = run_script(__file__, url, kind, *args)
     log("  " + _summary(measured))  # what a run cut short has measured so far
     return measured
 
@@ -800,78 +776,19 @@ def _summary(measured: dict) -> str:
     return ", ".join(parts) or "done"
 
 
-class Databases:
-    """Throwaway databases: one migrated template, and copies of it (or of one another)."""
-
-    def __init__(self, url: str, prefix: str):
-        import psycopg
-
-        self.url = url
-        self.prefix = prefix
-        parts = urlsplit(url)
-        self.admin = psycopg.connect(
-            urlunsplit(parts._replace(scheme="postgresql", path="/postgres")), autocommit=True
-        )
-        self.made: list[str] = []
-
-    def url_of(self, name: str) -> str:
-        return urlunsplit(urlsplit(self.url)._replace(path="/" + name))
-
-    def copy(self, name: str, template: str) -> str:
-        from psycopg import errors, sql
-
-        full = f"{self.prefix}_{name}"
-        statement = sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-            sql.Identifier(full), sql.Identifier(template)
-        )
-        for attempt in range(40):
-            try:
-                self.admin.execute(statement)
-                break
-            except errors.ObjectInUse:
-                # a child that just exited may still be leaving the template database
-                if attempt == 39:
-                    raise
-                time.sleep(0.5)
-        self.made.append(full)
-        return self.url_of(full)
-
-    def drop(self, name: str) -> None:
-        from psycopg import sql
-
-        full = name if name.startswith(self.prefix) else f"{self.prefix}_{name}"
-        self.admin.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(full))
-        )
-        if full in self.made:
-            self.made.remove(full)
-
-    def analyze(self, url: str) -> None:
-        """Table statistics, as autovacuum would gather them after a load (a server may run
-        without autovacuum, as test servers often do; the planner then guesses)."""
-        import psycopg
-
-        target = urlsplit(url)._replace(scheme="postgresql")
-        with psycopg.connect(urlunsplit(target), autocommit=True) as connection:
-            connection.execute("ANALYZE")
-
-    def drop_all(self) -> None:
-        for name in reversed(list(self.made)):
-            self.drop(name)
-        self.admin.close()
-
-
-def make_template(url: str, name: str) -> None:
-    """A migrated database with the benchmark's reviewer (in the orchestrating process)."""
+def make_template(dbs: Databases) -> str:
+    """A migrated database with the benchmark's reviewer (made in the orchestrating
+    process); its name, to copy it from."""
     setup_django()
     from django.contrib.auth.models import Group, User
     from django.db import connection
 
-    connection.settings_dict["TEST"]["NAME"] = name
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    dbs.migrated("template")
     user = User.objects.create_user(USER)
     user.groups.add(Group.objects.get(name="reviewer"))
+    name = connection.settings_dict["NAME"]
     connection.close()
+    return name
 
 
 @dataclass
@@ -889,11 +806,6 @@ class Row:
         bound = float(self.target.split()[1])
         ok = self.ratio <= bound if self.target.startswith("≤") else self.ratio >= bound
         return "met" if ok else "NOT MET"
-
-
-def p95(times: list[float]) -> float:
-    ordered = sorted(times)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
 def ms(seconds: float) -> str:
@@ -1016,6 +928,9 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
     u_small, u_big = med(update_small["times"]), med(update_big["times"])
     rows.append(Row(f"case update at {big_n:,} vs {upd_n:,} cases (median)", ms(u_big),
                     ms(u_small), u_big / u_small, "≤ 1.5"))  # fmt: skip
+    q_big, q_small = update_big["queries"], update_small["queries"]
+    rows.append(Row(f"case update queries at {big_n:,} vs {upd_n:,} cases", f"{q_big:,}",
+                    f"{q_small:,}", q_big / q_small, ""))  # fmt: skip
     records_big, records_small = counts["big"]["records"], counts["small"]["records"]
     r_big = records_big / timed[("load", "big")]["seconds"]
     r_small = records_small / timed[("load", "small")]["seconds"]
@@ -1089,30 +1004,21 @@ def main() -> int:
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
-        kind, args = options.child
-        print(json.dumps(CHILDREN[kind](*json.loads(args))))
-        return 0
+        return serve_child(CHILDREN, *options.child)
     if options.quick:
         for name, value in QUICK.items():
             setattr(options, name, value)
     if not options.small_cases < options.cases or not options.update_cases <= options.cases:
         parser.error("--small-cases and --update-cases must be below --cases")
 
-    url = os.environ.get("DATABASE_URL") or DEFAULT_URL
-    if urlsplit(url).scheme not in {"postgres", "postgresql", "pgsql"}:
-        print("bench/scale.py needs DATABASE_URL=postgres://… (it measures PostgreSQL)",
-              file=sys.stderr)  # fmt: skip
-        return 2
-    os.environ["DATABASE_URL"] = url
+    url = postgres_url("bench/scale.py", "it measures PostgreSQL")
     base = urlsplit(url).path.lstrip("/") or "claimsdb"
     prefix = f"{base}_scale_{os.getpid()}"
     dbs = Databases(url, prefix)
-    template = f"{prefix}_template"
     started = time.monotonic()
     try:
-        log(f"migrating the template database {template} …")
-        dbs.made.append(template)
-        make_template(url, template)
+        log(f"migrating the template database {prefix}_template …")
+        template = make_template(dbs)
         with tempfile.TemporaryDirectory(prefix="claimsdb-scale-") as folder:
             rows = measure(dbs, template, Path(folder), options)
     finally:

@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://user@host:5432/claimsdb .venv/bin/python bench/search.py
 
-Sets up a throwaway database (``<name>_search_<pid>``, migrated), fills the search index
+Sets up a throwaway database (``<name>_search_<pid>_index``, migrated), fills the search index
 with the entries of ``--cases`` synthetic cases (each with ``--claims`` claims) and a
 twentieth as many sources, in the working scope, with text drawn from a vocabulary of
 2,000 words with a skewed frequency (a few words are in most entries, most are rare). The
@@ -23,9 +23,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.harness import Databases, p95, postgres_url, setup_django, timed  # noqa: E402
 
 VOCABULARY = 2000
 RUNS = 30
@@ -70,26 +73,9 @@ SELECT id FROM claimsdb_searchentry
 """
 
 
-def setup_django() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "claimsdb.settings")
-    os.environ.setdefault("SECRET_KEY", "claimsdb-benchmark-only-" + "x" * 40)
-    import django
-
-    django.setup()
-
-
-def p95(samples: list[float]) -> float:
-    return statistics.quantiles(samples, n=20)[-1] if len(samples) > 1 else samples[0]
-
-
-def timed(function, runs: int = RUNS) -> tuple[float, float]:
-    """(median, p95) seconds of ``runs`` calls, after one that warms the cache."""
-    function()
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
+def median_and_p95(function) -> tuple[float, float]:
+    """(median, p95) seconds of ``RUNS`` calls, after one that warms the cache."""
+    samples = timed(function, RUNS)
     return statistics.median(samples), p95(samples)
 
 
@@ -98,33 +84,14 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=100_000)
     parser.add_argument("--claims", type=int, default=10, help="claims per case")
     arguments = parser.parse_args()
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
-        sys.exit("bench/search.py: DATABASE_URL must point at a PostgreSQL server")
-    name = f"{url.rsplit('/', 1)[1] or 'claimsdb'}_search_{os.getpid()}"
-    os.environ["DATABASE_URL"] = f"{url.rsplit('/', 1)[0]}/{name}"
+    url = postgres_url("bench/search.py", "it measures PostgreSQL's full-text search")
     setup_django()
-    from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
 
-    admin = {**settings.DATABASES["default"], "NAME": "postgres"}
-    import psycopg
-
-    def server(sql: str) -> None:
-        with psycopg.connect(
-            host=admin["HOST"] or None,
-            port=admin["PORT"] or None,
-            user=admin["USER"] or None,
-            password=admin["PASSWORD"] or None,
-            dbname="postgres",
-            autocommit=True,
-        ) as conn:
-            conn.execute(sql)
-
-    server(f'CREATE DATABASE "{name}"')
+    base = urlsplit(url).path.lstrip("/") or "claimsdb"
+    dbs = Databases(url, f"{base}_search_{os.getpid()}")
     try:
-        call_command("migrate", verbosity=0)
+        dbs.migrated("index")
         sources = max(1, arguments.cases // 20)
         start = time.perf_counter()
         with connection.cursor() as cursor:
@@ -148,7 +115,7 @@ def main() -> None:
         report(connection)
     finally:
         connection.close()
-        server(f'DROP DATABASE IF EXISTS "{name}"')
+        dbs.drop_all()
 
 
 def report(connection) -> None:
@@ -176,8 +143,8 @@ def report(connection) -> None:
                 cursor.execute(BARE_PAGE, params)
                 cursor.fetchall()
 
-        ours = timed(lambda query=query: list(search.search(query, released=False).page))
-        floor = timed(bare)
+        ours = median_and_p95(lambda query=query: list(search.search(query, released=False).page))
+        floor = median_and_p95(bare)
         print(
             f"| {label} (`{query}`) | {results.total:,} | "
             f"{ours[0] * 1000:.1f} / {ours[1] * 1000:.1f} ms | "

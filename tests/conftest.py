@@ -1,30 +1,42 @@
-"""Shared fixtures: users in each role and the seed knowledge base."""
+"""Shared fixtures: users and clients in each role, the seed knowledge base, and the markers.
+
+Three markers sort the suite (pyproject.toml registers them), and ``make test`` runs all:
+
+- ``browser``: the Playwright tests of tests/browser (``-m "not browser"`` leaves them out);
+- ``postgres``: tests of what only PostgreSQL does, skipped on any other database;
+- ``slow``: the few tests that take longest (``-m "not slow"`` for a quick run).
+
+The helpers these fixtures are made of are in tests/support.py.
+"""
 
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.test import Client
 
 from claimsdb.services import bundle_load
+from claimsdb.services.permissions import ROLES
 
-ROOT = Path(__file__).resolve().parent.parent
-SEED_PATH = ROOT / "fixtures" / "seed.json"
-
-
-def load_seed_bundle() -> dict:
-    return json.loads(SEED_PATH.read_text(encoding="utf-8"))
+from .support import load_seed_bundle, make_user, signed_in
 
 
-def make_user(username: str, role: str | None) -> User:
-    user = User.objects.create_user(username=username, password="pw-" + username)
-    if role:
-        # transactional tests flush the tables, migration-made groups included
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
+def pytest_collection_modifyitems(config, items):
+    if connection.vendor == "postgresql":
+        return
+    for item in items:
+        marker = item.get_closest_marker("postgres")
+        if marker is not None:
+            reason = marker.kwargs.get("reason", "what it tests exists on PostgreSQL only")
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+# --- users in each role -------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -49,6 +61,21 @@ def nobody(db) -> User:
 
 
 @pytest.fixture
+def analyst_client(seeded, analyst) -> Client:
+    """The analyst's browser session, over the seed."""
+    return signed_in(analyst)
+
+
+@pytest.fixture
+def reviewer_client(seeded, reviewer) -> Client:
+    """The reviewer's browser session, over the seed."""
+    return signed_in(reviewer)
+
+
+# --- the seed ---------------------------------------------------------------------------
+
+
+@pytest.fixture
 def seed_bundle() -> dict:
     return load_seed_bundle()
 
@@ -60,32 +87,52 @@ def seeded(db, reviewer, seed_bundle):
     return seed_bundle
 
 
-def new_case(key: str = "CP99-001", **fields) -> dict:
-    """A minimal draft case document, every field present; ``fields`` override."""
-    document = {
-        "format": "claimsdb.case/1",
-        "key": key,
-        "title": f"Case {key}",
-        "status": "draft",
-        **{name: "" for name in ("summary", "scope_note", "account", "basis", "limits")},
-        **{
-            name: []
-            for name in (
-                "tags",
-                "claims",
-                "assessments",
-                "controls",
-                "unknowns",
-                "figures",
-                "attributions",
-                "relations",
-                "reproduction_runs",
-            )
-        },
-    }
-    document.update(fields)
-    return document
+@pytest.fixture(scope="module")
+def module_seed(django_db_setup, django_db_blocker):
+    """The seed, loaded once per test module through the services (by the user ``seeder``,
+    a reviewer).
+
+    It is loaded inside a transaction that is rolled back when the module is done; each
+    test runs in a savepoint inside it (pytest-django's own), so what one test writes is
+    gone before the next, and other modules never see it. A module uses it in place of
+    ``seeded`` by overriding that fixture.
+    """
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            seeder = make_user("seeder", "reviewer")
+            bundle = load_seed_bundle()
+            bundle_load(user=seeder, bundle=copy.deepcopy(bundle), summary="Seed")
+            yield bundle
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
 
 
-def case_doc(bundle: dict, key: str) -> dict:
-    return copy.deepcopy(next(c for c in bundle["cases"] if c["key"] == key))
+@pytest.fixture
+def roles_kept(django_db_setup, django_db_blocker):
+    """Puts the role groups back after a transactional test's flush (set up before, so torn
+    down after, ``transactional_db``), for the tests that follow."""
+    yield
+    with django_db_blocker.unblock():
+        for role in ROLES:
+            Group.objects.get_or_create(name=role)
+
+
+# --- state outside the database -----------------------------------------------------------
+
+
+@pytest.fixture
+def empty_cache():
+    """The cache, where throttles and sign-in failures are counted, empty before and after."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def spool(settings, tmp_path) -> Path:
+    """The folder dry runs and queued imports keep their files in: the test's own."""
+    settings.IMPORT_SPOOL_DIR = str(tmp_path / "spool")
+    return Path(settings.IMPORT_SPOOL_DIR)

@@ -9,21 +9,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
-from django.core.cache import cache
-from django.db import transaction
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.test import APIClient
 
 from claimsdb.api.errors import exception_handler
 from claimsdb.models import Revision
-from claimsdb.records import bundle_document, dumps_compact, record_document
-from claimsdb.services import bundle_load, case_update, record_create
+from claimsdb.records import record_document
+from claimsdb.services import case_update, record_create
 
 from .concurrent_writes import limits_set_by, meddle
-from .conftest import case_doc, load_seed_bundle, make_user
+from .support import body, case_doc, latest, state, token_client
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_cache")]
 
 API = "/api/v1"
 CASE = f"{API}/cases/CP22-003/"
@@ -32,60 +30,22 @@ SOURCE = "SRC-SGLANG-KV-TRANSFER-SAFETY"
 METHOD = "diggingbeagle.assessment/1"
 
 
-@pytest.fixture(scope="module")
-def module_seed(django_db_setup, django_db_blocker):
-    """The seed, loaded once per test module through the services.
-
-    It is loaded inside a transaction that is rolled back when the module is done; each
-    test runs in a savepoint inside it (pytest-django's own), so what one test writes is
-    gone before the next, and other modules never see it.
-    """
-    with django_db_blocker.unblock():
-        outer = transaction.atomic()
-        outer.__enter__()
-        try:
-            seeder = make_user("seeder", "reviewer")
-            bundle = load_seed_bundle()
-            bundle_load(user=seeder, bundle=copy.deepcopy(bundle), summary="Seed")
-            yield bundle
-        finally:
-            transaction.set_rollback(True)
-            outer.__exit__(None, None, None)
-
-
 @pytest.fixture
 def seeded(module_seed, db):
-    """Overrides conftest's: the same seed, without loading it again for every test."""
+    """Overrides conftest's: the module's one seed, not loaded again for every test."""
     return copy.deepcopy(module_seed)
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttles():
-    cache.clear()
-    yield
-    cache.clear()
-
-
-def client_for(user=None) -> APIClient:
-    client = APIClient()
-    if user is not None:
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
 
 
 @pytest.fixture
 def analyst_client(seeded, analyst) -> APIClient:
-    return client_for(analyst)
+    """Overrides conftest's browser session: the analyst's token."""
+    return token_client(analyst)
 
 
 @pytest.fixture
 def reviewer_client(seeded, reviewer) -> APIClient:
-    return client_for(reviewer)
-
-
-def body(response):
-    return json.loads(response.content)
+    """Overrides conftest's browser session: the reviewer's token."""
+    return token_client(reviewer)
 
 
 def problems(response) -> list[tuple[str, str]]:
@@ -93,15 +53,6 @@ def problems(response) -> list[tuple[str, str]]:
     assert set(data) == {"status", "title", "errors"}
     assert data["status"] == response.status_code
     return [(e["code"], e["path"]) for e in data["errors"]]
-
-
-def state() -> tuple[list[int], str]:
-    """The ledger and every live document: what a refused change must leave as it was."""
-    return list(Revision.objects.values_list("number", flat=True)), dumps_compact(bundle_document())
-
-
-def latest(kind: str, key: str) -> int:
-    return Revision.objects.filter(record_kind=kind, record_key=key).latest("number").number
 
 
 def etag(kind: str = "case", key: str = "CP22-003") -> str:
@@ -474,7 +425,7 @@ def test_if_match_star_and_lists(analyst_client):
 
 
 def test_lost_update_first_put_wins_second_gets_412(seeded, analyst, reviewer):
-    alice, bob = client_for(analyst), client_for(reviewer)
+    alice, bob = token_client(analyst), token_client(reviewer)
     first, second = alice.get(CASE), bob.get(CASE)
     assert first["ETag"] == second["ETag"]
     mine, theirs = body(first), body(second)
@@ -1062,7 +1013,7 @@ def test_every_rule_code_is_reported_with_its_path_and_nothing_is_written(
 ):
     if refusal.setup:
         refusal.setup(seeded, reviewer)
-    client = client_for(reviewer)
+    client = token_client(reviewer)
     before = state()
     if_match = None
     if refusal.if_match:
@@ -1376,7 +1327,7 @@ def test_record_create_service_is_the_one_write_path(analyst, seeded):
     """The API adds nothing of its own to a record: a document created through the
     services reads back through the API unchanged."""
     record_create(user=analyst, kind="case", document=new_case("CP22-011"), summary="svc")
-    response = client_for(analyst).get(f"{API}/cases/CP22-011/")
+    response = token_client(analyst).get(f"{API}/cases/CP22-011/")
     assert body(response) == record_document("case", "CP22-011")
 
 

@@ -5,6 +5,7 @@ a tool follows to the head and keeps polling."""
 from __future__ import annotations
 
 import base64
+import copy
 
 import pytest
 from rest_framework.test import APIClient
@@ -14,16 +15,17 @@ from claimsdb.records import record_document
 from claimsdb.services import record_create, record_update
 from claimsdb.services.releases import release_publish
 
-from . import test_api
-from .conftest import new_case
-
-module_seed = test_api.module_seed
-seeded = test_api.seeded
-client_for = test_api.client_for
+from .support import new_case, token_client
 
 pytestmark = pytest.mark.django_db
 
 API = "/api/v1"
+
+
+@pytest.fixture
+def seeded(module_seed, db):
+    """Overrides conftest's: the module's one seed, not loaded again for every test."""
+    return copy.deepcopy(module_seed)
 
 
 def follow(client: APIClient, url: str) -> list[dict]:
@@ -56,7 +58,7 @@ def add_cases(user, count: int, *, title: str = "Same title") -> list[str]:
 @pytest.mark.parametrize("kind", ["cases", "sources", "rules", "methods"])
 def test_record_lists_page_with_count(seeded, viewer, kind):
     expected = sorted(document["key"] for document in seeded[kind])
-    client = client_for(viewer)
+    client = token_client(viewer)
     pages = follow(client, f"{API}/{kind}/?page_size=3")
     assert keys_of(pages) == expected
     assert {page["count"] for page in pages} == {len(expected)}
@@ -70,7 +72,7 @@ def test_equal_values_keep_one_order_across_pages(seeded, analyst, viewer):
     """``ordering=title`` (or status) over many equal titles: the key breaks the ties, so
     every case appears once, whatever the page size."""
     keys = add_cases(analyst, 7)
-    client = client_for(viewer)
+    client = token_client(viewer)
     expected = sorted(
         [(document["title"], document["key"]) for document in seeded["cases"]]
         + [("Same title", key) for key in keys]
@@ -98,7 +100,7 @@ def test_public_record_lists_page_released_records(seeded, reviewer):
 
 
 def test_a_page_past_the_end_is_a_404_in_the_error_shape(seeded, viewer):
-    response = client_for(viewer).get(f"{API}/cases/?page=99")
+    response = token_client(viewer).get(f"{API}/cases/?page=99")
     assert response.status_code == 404
     assert response.json()["errors"][0]["code"] == "not_found"
 
@@ -121,7 +123,7 @@ def edit(user, key: str, text: str) -> int:
 
 
 def test_the_feed_is_followed_to_the_head_and_then_polled(seeded, viewer, analyst):
-    client = client_for(viewer)
+    client = token_client(viewer)
     numbers = all_numbers()
     pages = follow(client, f"{API}/revisions/?page_size=4")
     # every revision once, in order, and then the head: an empty page whose next is itself
@@ -145,7 +147,7 @@ def test_the_feed_is_followed_to_the_head_and_then_polled(seeded, viewer, analys
 
 
 def test_previous_links_walk_back_to_the_start(seeded, viewer):
-    client = client_for(viewer)
+    client = token_client(viewer)
     numbers = all_numbers()
     pages = follow(client, f"{API}/revisions/?page_size=3")
     url, seen = pages[-2]["previous"], []
@@ -157,7 +159,7 @@ def test_previous_links_walk_back_to_the_start(seeded, viewer):
 
 
 def test_newest_first_ends_after_revision_one(seeded, viewer):
-    client = client_for(viewer)
+    client = token_client(viewer)
     numbers = all_numbers()
     pages = follow(client, f"{API}/revisions/?ordering=-number&page_size=5")
     assert keys_of(pages, "number") == numbers[::-1]
@@ -168,7 +170,7 @@ def test_since_and_filters_work_with_the_cursor(seeded, viewer, analyst):
     first = edit(analyst, "CP22-003", "One")
     edit(analyst, "CP22-002", "Two")
     third = edit(analyst, "CP22-003", "Three")
-    client = client_for(viewer)
+    client = token_client(viewer)
     pages = follow(client, f"{API}/revisions/?since={first - 1}&page_size=1")
     assert keys_of(pages, "number") == list(range(first, third + 1))
     assert all("since=" in page["next"] for page in pages)
@@ -180,13 +182,13 @@ def test_since_and_filters_work_with_the_cursor(seeded, viewer, analyst):
 @pytest.mark.parametrize("since", ["", "0", "3", " 4 ", "5.0", "+6", "100000"])
 def test_the_feed_count_is_the_number_of_revisions_matched(seeded, viewer, analyst, since):
     edit(analyst, "CP22-003", "One more")
-    body = client_for(viewer).get(f"{API}/revisions/", {"since": since}).json()
+    body = token_client(viewer).get(f"{API}/revisions/", {"since": since}).json()
     floor = int(float(since.strip() or 0))
     assert body["count"] == len(all_numbers(number__gt=floor))
 
 
 def test_a_case_revisions_feed_pages_and_polls(seeded, viewer, analyst):
-    client = client_for(viewer)
+    client = token_client(viewer)
     for n in range(4):
         edit(analyst, "CP22-003", f"Edit {n}")
     numbers = all_numbers(record_kind="case", record_key="CP22-003")
@@ -227,7 +229,7 @@ def token(text: str) -> str:
 )
 def test_an_invalid_cursor_is_a_400_with_its_code(seeded, viewer, reviewer, cursor):
     release_publish(user=reviewer, notes="Seed")  # the public reads CP22-003's revisions
-    for client in (client_for(viewer), APIClient()):
+    for client in (token_client(viewer), APIClient()):
         for url in (f"{API}/revisions/", f"{API}/cases/CP22-003/revisions/"):
             response = client.get(url, {"cursor": cursor})
             assert response.status_code == 400
@@ -239,7 +241,7 @@ def test_an_invalid_cursor_is_a_400_with_its_code(seeded, viewer, reviewer, curs
 def test_the_feed_refuses_a_malformed_page_size(seeded, viewer, size):
     """As the numbered pages do: never read as the default, so the schema's minimum holds."""
     for url in (f"{API}/revisions/", f"{API}/cases/CP22-003/revisions/"):
-        response = client_for(viewer).get(url, {"page_size": size})
+        response = token_client(viewer).get(url, {"page_size": size})
         assert response.status_code == 400
         assert response.json()["errors"][0]["path"] == "page_size"
 

@@ -12,21 +12,24 @@ from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from claimsdb.models import Revision
-from claimsdb.records import bundle_document, dumps_compact
 from claimsdb.services import case_update, method_create
 from claimsdb.services.releases import release_publish
 
-from . import test_api
-from .conftest import case_doc, make_user
+from .support import (
+    api_client,
+    case_doc,
+    latest,
+    make_user,
+    state,
+    token_client,
+    user_in_role,
+)
 
-module_seed = test_api.module_seed  # the seed, loaded once for this module
-
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_cache")]
 
 API = "/api/v1"
 CASE = "CP22-003"
@@ -36,13 +39,6 @@ METHOD = "claimsdb.test/1"
 ROLES = ["anonymous", "nobody", "viewer", "analyst", "reviewer"]
 RANK = {"viewer": 0, "analyst": 1, "reviewer": 2}
 EDITED_TITLE = "Edited title (after release 1)"
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttles():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture(scope="module")
@@ -62,16 +58,8 @@ def world(module_seed, django_db_blocker):
     return module_seed
 
 
-def latest(kind: str, key: str) -> int:
-    return Revision.objects.filter(record_kind=kind, record_key=key).latest("number").number
-
-
 def first(kind: str, key: str) -> int:
     return Revision.objects.filter(record_kind=kind, record_key=key).earliest("number").number
-
-
-def state() -> tuple[list[int], str]:
-    return list(Revision.objects.values_list("number", flat=True)), dumps_compact(bundle_document())
 
 
 @dataclass
@@ -291,14 +279,10 @@ def expected_status(endpoint: Endpoint, role: str) -> int:
 
 
 def call(endpoint: Endpoint, role: str, seed: dict):
-    client = APIClient()
+    user = None
     if role != "anonymous":
-        name = f"{role}-caller"
-        user = User.objects.filter(username=name).first() or make_user(
-            name, None if role == "nobody" else role
-        )
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        user = user_in_role(f"{role}-caller", None if role == "nobody" else role)
+    client = token_client(user)
     url = endpoint.url() if callable(endpoint.url) else endpoint.url
     headers = {}
     if endpoint.if_match:
@@ -336,9 +320,7 @@ def test_every_endpoint_for_every_role(world, endpoint, role):
 @pytest.mark.parametrize("url", ["/api/v1/schema/", "/api/v1/docs/", "/api/v1/redoc/"])
 @pytest.mark.parametrize("role", ["anonymous", "nobody"])
 def test_schema_and_docs_are_public(db, url, role):
-    client = APIClient()
-    if role == "nobody":
-        client.force_authenticate(make_user("nobody", None))
+    client = api_client(make_user("nobody", None) if role == "nobody" else None)
     assert client.get(url).status_code == 200
 
 
@@ -406,8 +388,7 @@ def test_a_role_lost_between_check_and_write_is_refused_inside_the_transaction(
     """The services check the role again while writing: the view's early check is not the
     only line."""
     monkeypatch.setattr("claimsdb.api.permissions.holds_role", lambda user, role: True)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=analyst).key}")
+    client = token_client(analyst)
     before = state()
     response = client.generic(
         "PATCH",

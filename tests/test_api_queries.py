@@ -3,21 +3,15 @@ number of cases on the page, their claims, evidence links and revisions."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from claimsdb.services import case_create, case_update
 from claimsdb.services.releases import release_publish
 
-from . import test_api
-from .conftest import case_doc
-
-# the seed, loaded once for this module
-module_seed = test_api.module_seed
-seeded = test_api.seeded
+from .support import case_doc, get_queries, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -25,18 +19,15 @@ API = "/api/v1"
 SOURCE = "SRC-SGLANG-KV-TRANSFER-SAFETY"
 
 
-def queries(client: APIClient, url: str) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        response = client.get(url)
-    assert response.status_code == 200, response.content
-    return len(captured.captured_queries)
+@pytest.fixture
+def seeded(module_seed, db):
+    """Overrides conftest's: the module's one seed, not loaded again for every test."""
+    return copy.deepcopy(module_seed)
 
 
 @pytest.fixture
 def client(seeded, viewer) -> APIClient:
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer).key}")
-    return api
+    return token_client(viewer)
 
 
 def claim(case_key: str, index: int, links: int) -> dict:
@@ -80,19 +71,19 @@ def add_cases(seed: dict, user, count: int, *, claims: int, links: int) -> None:
 
 def test_case_document_get_is_flat(client, seeded, analyst):
     url = f"{API}/cases/CP22-003/"
-    small = queries(client, url)
+    small = get_queries(client, url)
     grow_seed_case(seeded, analyst, claims=40, links=3, edits=10)
-    large = queries(client, url)
+    large = get_queries(client, url)
     assert large == small
     assert small <= 20
 
 
 def test_case_list_page_is_flat(client, seeded, analyst, reviewer):
     url = f"{API}/cases/?page_size=50"
-    small = queries(client, url)
+    small = get_queries(client, url)
     grow_seed_case(seeded, analyst, claims=20, links=3, edits=5)
     add_cases(seeded, reviewer, 12, claims=5, links=2)
-    large = queries(client, url)
+    large = get_queries(client, url)
     assert large == small
     assert small <= 20
 
@@ -102,9 +93,9 @@ def test_case_list_page_is_flat(client, seeded, analyst, reviewer):
 )
 def test_filtered_case_list_is_flat(client, seeded, analyst, reviewer, query):
     url = f"{API}/cases/?page_size=50&{query}"
-    small = queries(client, url)
+    small = get_queries(client, url)
     add_cases(seeded, reviewer, 6, claims=4, links=2)
-    assert queries(client, url) == small
+    assert get_queries(client, url) == small
 
 
 @pytest.mark.parametrize(
@@ -118,9 +109,9 @@ def test_filtered_case_list_is_flat(client, seeded, analyst, reviewer, query):
     ],
 )
 def test_other_reads_are_flat(client, seeded, analyst, url):
-    small = queries(client, url)
+    small = get_queries(client, url)
     grow_seed_case(seeded, analyst, claims=10, links=2, edits=8)
-    assert queries(client, url) == small
+    assert get_queries(client, url) == small
 
 
 def test_query_counts_for_the_record(client, seeded, analyst, reviewer, capsys):
@@ -128,9 +119,9 @@ def test_query_counts_for_the_record(client, seeded, analyst, reviewer, capsys):
     grow_seed_case(seeded, analyst, claims=30, links=3, edits=5)
     add_cases(seeded, reviewer, 10, claims=3, links=2)
     counts = {
-        "case document": queries(client, f"{API}/cases/CP22-003/"),
-        "case list page": queries(client, f"{API}/cases/?page_size=50"),
-        "revision log page": queries(client, f"{API}/revisions/?page_size=50"),
+        "case document": get_queries(client, f"{API}/cases/CP22-003/"),
+        "case list page": get_queries(client, f"{API}/cases/?page_size=50"),
+        "revision log page": get_queries(client, f"{API}/revisions/?page_size=50"),
     }
     with capsys.disabled():
         print(f"\nAPI query counts: {counts}")
@@ -157,11 +148,11 @@ def test_anonymous_reads_are_flat(seeded, analyst, reviewer, url):
     many records, claims, links, revisions and releases there are."""
     anonymous = APIClient()
     release_publish(user=reviewer, notes="Release 1")
-    small = queries(anonymous, url)
+    small = get_queries(anonymous, url)
     grow_seed_case(seeded, analyst, claims=20, links=3, edits=5)
     add_cases(seeded, reviewer, 8, claims=4, links=2)  # ready: in release 2
     release_publish(user=reviewer, notes="Release 2")
-    large = queries(anonymous, url)
+    large = get_queries(anonymous, url)
     assert large == small
     assert small <= 8
 
@@ -193,10 +184,10 @@ def feed_pages(client: APIClient, url: str) -> list[str]:
 )
 def test_every_page_of_the_revision_feed_costs_the_same(client, seeded, analyst, url):
     grow_seed_case(seeded, analyst, claims=2, links=1, edits=6)
-    small = {queries(client, page) for page in feed_pages(client, url)}
+    small = {get_queries(client, page) for page in feed_pages(client, url)}
     assert len(small) == 1, small
     grow_seed_case(seeded, analyst, claims=10, links=2, edits=12)
-    large = {queries(client, page) for page in feed_pages(client, url)}
+    large = {get_queries(client, page) for page in feed_pages(client, url)}
     assert large == small
 
 
@@ -207,11 +198,11 @@ def test_release_pages_cost_the_same_at_any_size(client, seeded, analyst, review
         f"{API}/releases/1/?page_size=3",
         f"{API}/releases/1/?page_size=3&page=2",
     ]
-    small = [queries(client, url) for url in urls]
+    small = [get_queries(client, url) for url in urls]
     add_cases(seeded, reviewer, 6, claims=2, links=1)
     release_publish(user=reviewer, notes="Release 2")
     release_publish_after_edit(seeded, analyst, reviewer)
-    large = [queries(client, url.replace("/1/", "/3/")) for url in urls]
+    large = [get_queries(client, url.replace("/1/", "/3/")) for url in urls]
     assert large == small
     assert small[1] == small[2]
 

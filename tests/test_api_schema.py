@@ -8,7 +8,6 @@ import re
 
 import pytest
 import schemathesis
-from django.core.cache import cache
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
@@ -33,7 +32,7 @@ from claimsdb.records import record_document
 from claimsdb.services import case_create, case_update
 from claimsdb.services.releases import release_publish
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_cache")]
 
 SCHEMA_URL = "/api/v1/schema/?format=json"
 # Endpoints of the records: anyone reads (the released record without a role), writes need a
@@ -41,13 +40,6 @@ SCHEMA_URL = "/api/v1/schema/?format=json"
 RECORD_PATHS = tuple(
     f"/api/v1/{name}/" for name in ("cases", "claims", "sources", "rules", "methods", "revisions")
 )
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttles():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def get_schema() -> dict:
@@ -260,6 +252,7 @@ def release_and_edit(reviewer) -> None:
     case_create(user=reviewer, document=document, summary="Unreleased case")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", list(PARTS))
 def test_live_api_conforms_to_its_schema(api_schema, reviewer_token, reviewer, part):
     """Generated requests (positive and negative, and the schema's own examples) as a

@@ -22,7 +22,7 @@ from claimsdb.records import RuleViolations, record_document
 from claimsdb.services import bundle_load, case_update
 from claimsdb.services.releases import release_publish
 
-from .conftest import ROOT
+from .support import ROOT
 
 VALID_RESULTS = ROOT / "fixtures" / "repro" / "valid" / "valid-small.json"
 
@@ -112,6 +112,7 @@ def test_restore_refuses_a_damaged_backup_and_a_non_empty_database(
         call_command("restore", str(tmp_path), stdout=io.StringIO())
 
 
+@pytest.mark.slow
 def test_backup_and_restore_commands_across_two_databases(tmp_path: Path):
     """As an operator runs them: back up one database, restore into a new one."""
     base = {

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "scale.py"
@@ -82,9 +81,8 @@ def test_refuses_sqlite():
     assert "needs DATABASE_URL=postgres://" in result.stderr
 
 
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="the benchmark measures PostgreSQL (COPY, GIN indexes, template databases)",
+@pytest.mark.postgres(
+    reason="the benchmark measures PostgreSQL (COPY, GIN indexes, template databases)"
 )
 @pytest.mark.parametrize("traced", [True, False], ids=["tracemalloc", "ru_maxrss-only"])
 def test_quick_run_prints_every_row_and_drops_its_databases(traced):

@@ -14,26 +14,38 @@ from django.core.management import call_command
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from bench import synthetic
+from claimsdb import synthetic_kb
 from claimsdb.models import Case, ClaimIdReservation, Relation, Revision, Source
 from claimsdb.records import RuleViolations, bundle_document, dumps_pretty, record_document
 from claimsdb.services import bundle_load_file, case_update
 
+from .support import queries_of
+
 pytestmark = pytest.mark.django_db
 
 
-def write_bundle(tmp_path: Path, cases: int, name: str = "bundle.json") -> Path:
-    return synthetic.write_bundle(tmp_path / name, cases)
+def cases_of(count: int) -> list[dict]:
+    """Cases 0 to ``count - 1`` of a synthetic knowledge base of ``count`` cases."""
+    return [synthetic_kb.case_document(i, cases=count) for i in range(count)]
 
 
 def bundle_of(cases: list[dict], sources: int = 10) -> dict:
     return {
         "format": "claimsdb.bundle/1",
-        "methods": [synthetic.method_document()],
-        "sources": [synthetic.source_document(i) for i in range(sources)],
+        "methods": [synthetic_kb.METHOD],
+        "sources": [synthetic_kb.source_document(i) for i in range(sources)],
         "cases": cases,
         "rules": [],
     }
+
+
+def write_bundle(tmp_path: Path, cases: int, name: str = "bundle.json") -> Path:
+    """A bundle of ``cases`` cases and the sources they cite (ten at least), written as
+    ``export_records`` writes one."""
+    bundle = bundle_of(cases_of(cases), max(10, synthetic_kb.source_count(cases)))
+    path = tmp_path / name
+    path.write_text(dumps_pretty(bundle), encoding="utf-8")
+    return path
 
 
 def save(tmp_path: Path, bundle: dict, name: str = "bundle.json") -> Path:
@@ -50,22 +62,17 @@ def update_queries(user, key: str) -> int:
     document = copy.deepcopy(record_document("case", key))
     document["title"] += " (edited)"
     document["claims"][1]["statement"] += " Edited."
-    with CaptureQueriesContext(connection) as captured:
-        case_update(user=user, key=key, document=document, summary="Edit")
-    return len(captured)
+    return queries_of(lambda: case_update(user=user, key=key, document=document, summary="Edit"))
 
 
 def test_one_case_update_costs_the_same_queries_at_two_sizes(reviewer, tmp_path):
     load(reviewer, write_bundle(tmp_path, 4, "small.json"))
-    small = update_queries(reviewer, synthetic.case_key(2))
-    more = [synthetic.case_document(i, 40) for i in range(4, 40)]
-    for document in more:  # distinct sources are not needed: the first ten are shared
-        for claim in document["claims"]:
-            for link in claim["evidence"]:
-                link["source"] = synthetic.source_key(int(link["source"][-7:]) % 10)
-    load(reviewer, save(tmp_path, bundle_of(more)), batch_size=16)
+    small = update_queries(reviewer, synthetic_kb.case_key(2))
+    # the first ten sources are loaded again unchanged, with ten more
+    more = bundle_of(cases_of(40)[4:], synthetic_kb.source_count(40))
+    load(reviewer, save(tmp_path, more), batch_size=16)
     assert Case.objects.count() == 40
-    assert update_queries(reviewer, synthetic.case_key(2)) == small
+    assert update_queries(reviewer, synthetic_kb.case_key(2)) == small
 
 
 def load_queries(user, path: Path) -> int:
@@ -85,6 +92,7 @@ def test_load_queries_grow_by_batch_not_by_record(reviewer, tmp_path):
     assert Revision.objects.count() == 0
 
 
+@pytest.mark.slow
 def test_memory_of_a_load_follows_the_batch_not_the_file(reviewer, tmp_path):
     peaks = []
     for cases in (20, 80):
@@ -109,7 +117,7 @@ def test_export_after_a_batched_load_is_the_file_byte_for_byte(reviewer, tmp_pat
 
 
 def test_a_case_may_refer_to_a_case_in_a_much_later_batch(reviewer, tmp_path):
-    cases = [synthetic.case_document(i, 12) for i in range(12)]
+    cases = cases_of(12)
     first, last = cases[0], cases[11]
     for document in cases:
         document["relations"], document["attributions"] = [], []
@@ -124,7 +132,7 @@ def test_a_case_may_refer_to_a_case_in_a_much_later_batch(reviewer, tmp_path):
 
 
 def test_an_error_in_a_late_batch_writes_nothing_and_every_problem_is_reported(reviewer, tmp_path):
-    cases = [synthetic.case_document(i, 12) for i in range(12)]
+    cases = cases_of(12)
     cases[10]["claims"][2]["evidence"][0]["source"] = "SRC-NOWHERE"
     del cases[7]["title"]
     path = save(tmp_path, bundle_of(cases))
@@ -139,7 +147,7 @@ def test_an_error_in_a_late_batch_writes_nothing_and_every_problem_is_reported(r
 
 
 def test_load_records_reports_a_late_error_with_its_bundle_path(reviewer, tmp_path, capsys):
-    cases = [synthetic.case_document(i, 10) for i in range(10)]
+    cases = cases_of(10)
     cases[9]["claims"][0]["evidence"][1]["source"] = "SRC-NOWHERE"
     path = save(tmp_path, bundle_of(cases))
     with pytest.raises(Exception, match="refused"):
@@ -150,7 +158,7 @@ def test_load_records_reports_a_late_error_with_its_bundle_path(reviewer, tmp_pa
 
 
 def test_a_key_given_twice_in_different_batches_is_refused(reviewer, tmp_path):
-    cases = [synthetic.case_document(i, 6) for i in range(6)]
+    cases = cases_of(6)
     sources = bundle_of(cases)["sources"]
     sources.append(copy.deepcopy(sources[0]))
     bundle = {**bundle_of(cases), "sources": sources}
@@ -163,7 +171,7 @@ def test_a_key_given_twice_in_different_batches_is_refused(reviewer, tmp_path):
 
 
 def test_a_relation_added_from_one_side_revises_the_other_case(reviewer, tmp_path):
-    cases = [synthetic.case_document(i, 4) for i in range(4)]
+    cases = cases_of(4)
     for document in cases:
         document["relations"], document["attributions"] = [], []
     load(reviewer, save(tmp_path, bundle_of(cases)))
@@ -190,7 +198,7 @@ def test_a_case_update_reads_relations_by_either_side_not_by_an_or_across_joins(
     # "case is one of these OR other is one of these", each through its own join to the
     # case table, cannot use an index on PostgreSQL: it read every relation and case
     load(reviewer, write_bundle(tmp_path, 6))
-    document = copy.deepcopy(record_document("case", synthetic.case_key(3)))
+    document = copy.deepcopy(record_document("case", synthetic_kb.case_key(3)))
     document["summary"] += " Edited."
     with CaptureQueriesContext(connection) as captured:
         case_update(user=reviewer, key=document["key"], document=document, summary="Edit")
@@ -200,7 +208,7 @@ def test_a_case_update_reads_relations_by_either_side_not_by_an_or_across_joins(
         assert not re.search(r'\."key" IN \([^)]*\)\)? OR \(?T\d+\."key" IN', sql), sql
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="ANALYZE runs on PostgreSQL")
+@pytest.mark.postgres(reason="ANALYZE runs on PostgreSQL")
 def test_a_load_refreshes_statistics_each_time_its_record_count_doubles(
     reviewer, tmp_path, monkeypatch
 ):
@@ -230,7 +238,7 @@ def test_the_outline_finds_duplicates_and_links_exactly_whatever_the_hashes(
 
     if colliding:
         monkeypatch.setattr(bundle_stream, "_hash", lambda text: 7)
-    cases = [synthetic.case_document(i, 8) for i in range(8)]
+    cases = cases_of(8)
     bundle = bundle_of(cases)
     bundle["sources"].append(copy.deepcopy(bundle["sources"][3]))
     bundle["cases"].append(copy.deepcopy(bundle["cases"][5]))

@@ -11,7 +11,7 @@ from django.db import connection
 from claimsdb.models import Revision
 from claimsdb.records import bundle_document
 
-from .conftest import SEED_PATH, load_seed_bundle
+from .support import SEED_PATH, load_seed_bundle
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,6 @@ import importlib
 import re
 
 from django.apps import apps
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from claimsdb.models import Revision
 from claimsdb.records import changed_fields, record_date, record_document
@@ -18,14 +16,10 @@ from claimsdb.services import bundle_load, case_update
 from claimsdb.services.releases import release_publish
 from claimsdb.web.presenters import CHANGED_SHOWN, changed_text
 
-from .test_web_support import signed_in, text_of
+from .support import get_queries, latest_revision, signed_in, text_of
 
 CASE = "CP22-003"
 SEED_DATE = dt.date(2026, 10, 28)
-
-
-def latest(kind: str, key: str) -> Revision:
-    return Revision.objects.filter(record_kind=kind, record_key=key).order_by("-number")[0]
 
 
 def test_changed_fields_name_top_level_fields_and_items_compactly(seed_bundle):
@@ -75,11 +69,11 @@ def test_changed_text_names_the_first_fields_and_counts_the_rest():
 
 
 def test_the_write_path_stores_what_changed_and_the_record_date(seeded, analyst, reviewer):
-    created = latest("case", CASE)
+    created = latest_revision("case", CASE)
     assert created.action == "create" and created.changed == []
     assert created.dated_on == SEED_DATE  # loaded from the seed: its assessment's date
-    assert latest("case", "CP22-002").dated_on is None  # the seed gives it no date
-    assert latest("source", "SRC-SGLANG-KV-TRANSFER-SAFETY").dated_on == SEED_DATE
+    assert latest_revision("case", "CP22-002").dated_on is None  # the seed gives it no date
+    assert latest_revision("source", "SRC-SGLANG-KV-TRANSFER-SAFETY").dated_on == SEED_DATE
 
     document = record_document("case", CASE)
     document["title"] = "A new title"
@@ -95,15 +89,15 @@ def test_the_write_path_stores_what_changed_and_the_record_date(seeded, analyst,
     (relation,) = [r for r in document["relations"] if r["case"] == "CP22-002"]
     relation["note"] += " Still distinct."
     case_update(user=analyst, key=CASE, document=document, summary="Relation note")
-    assert latest("case", CASE).changed == ["relations[CP22-002].note"]
-    assert latest("case", "CP22-002").changed == ["relations[CP22-003].note"]
+    assert latest_revision("case", CASE).changed == ["relations[CP22-002].note"]
+    assert latest_revision("case", "CP22-002").changed == ["relations[CP22-003].note"]
 
     # a bundle load that updates a record keeps the document's own date
     bundle = {"format": "claimsdb.bundle/1", "methods": [], "sources": [], "rules": []}
     bundle["cases"] = [record_document("case", CASE)]
     bundle["cases"][0]["assessments"][0]["assessed_on"] = "2026-11-02"
     bundle_load(user=reviewer, bundle=bundle, summary="Reassessed elsewhere")
-    loaded = latest("case", CASE)
+    loaded = latest_revision("case", CASE)
     assert loaded.changed == ["assessments"] and loaded.dated_on == dt.date(2026, 11, 2)
 
 
@@ -120,14 +114,14 @@ def test_the_migration_fills_old_revisions_as_the_write_path_does(seeded, analys
 
 
 def test_the_full_history_says_what_each_revision_changed(seeded, analyst, viewer):
-    created = latest("case", CASE).number
+    created = latest_revision("case", CASE).number
     document = record_document("case", CASE)
     document["status"] = "draft"
     document["scope_note"] += " More."
     case_update(user=analyst, key=CASE, document=document, summary="Back to draft")
     html = signed_in(viewer).get(f"/cases/{CASE}/history/").content.decode()
     text = text_of(html)
-    edited = latest("case", CASE).number
+    edited = latest_revision("case", CASE).number
     assert f"Revision {edited} · update material · Back to draft · by analyst" in text
     assert "Changed: scope_note, status" in text
     assert re.search(
@@ -141,12 +135,12 @@ def test_the_full_history_says_what_each_revision_changed(seeded, analyst, viewe
 
 
 def test_public_history_is_grouped_by_release(seeded, analyst, reviewer, client):
-    first = latest("case", CASE).number
+    first = latest_revision("case", CASE).number
     release_publish(user=reviewer, notes="1")
     document = record_document("case", CASE)
     document["summary"] = "Edited for release 2."
     case_update(user=analyst, key=CASE, document=document, summary="Summary edit")
-    second = latest("case", CASE).number
+    second = latest_revision("case", CASE).number
     release_publish(user=reviewer, notes="2")
     html = client.get(f"/cases/{CASE}/history/").content.decode()
     main = html.split("<main", 1)[1]
@@ -167,23 +161,18 @@ def test_public_history_is_grouped_by_release(seeded, analyst, reviewer, client)
 def test_history_pages_run_a_fixed_number_of_queries(seeded, analyst, reviewer, viewer, client):
     """Changed fields are stored with each revision: more of them cost no query."""
 
-    def count(c, url):
-        with CaptureQueriesContext(connection) as queries:
-            assert c.get(url).status_code == 200
-        return len(queries)
-
     reader = signed_in(viewer)
     reader.get("/")
     release_publish(user=reviewer, notes="1")
     urls = [f"/cases/{CASE}/", f"/cases/{CASE}/history/"]
-    few = [count(reader, u) for u in urls] + [count(client, u) for u in urls]
+    few = [get_queries(reader, u) for u in urls] + [get_queries(client, u) for u in urls]
     for n in range(3):
         document = record_document("case", CASE)
         for claim in document["claims"]:
             claim["status_note"] = f"Round {n}."
         case_update(user=analyst, key=CASE, document=document, summary=f"Round {n}")
         release_publish(user=reviewer, notes=f"{n + 2}")
-    many = [count(reader, u) for u in urls] + [count(client, u) for u in urls]
+    many = [get_queries(reader, u) for u in urls] + [get_queries(client, u) for u in urls]
     assert few == many
 
 
@@ -196,7 +185,7 @@ def test_record_pages_and_recent_revisions_name_the_changed_fields(seeded, analy
     source_update(user=analyst, key=key, document=document, summary="Retitle the source")
     reader = signed_in(viewer)
     page = text_of(reader.get(f"/sources/{key}/").content.decode())
-    number = latest("source", key).number
+    number = latest_revision("source", key).number
     assert f"Revision {number} · update · Retitle the source · by analyst Changed: title" in page
     assert "record dated Oct 28, 2026" in page  # its creation, loaded from the seed
     home = text_of(reader.get("/").content.decode())

@@ -11,20 +11,10 @@ from rest_framework.test import APIClient
 from claimsdb.models import ImportReport, ReproductionRun, Revision, TrialRow
 
 from .repro_examples import EXAMPLES, FIXTURES, VALID_SMALL
+from .support import api_client
 
 IMPORTS = "/api/v1/imports/"
 RUN_ID = "pd-abort-h200x2-20261021-0007"
-
-
-@pytest.fixture
-def client_for():
-    def make(user=None) -> APIClient:
-        client = APIClient()
-        if user is not None:
-            client.force_authenticate(user)
-        return client
-
-    return make
 
 
 def post_raw(client: APIClient, path, query: str = ""):
@@ -37,8 +27,8 @@ def post_multipart(client: APIClient, path, **fields):
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
-def test_the_examples_import_as_their_readme_says(example, seeded, analyst, client_for):
-    response = post_raw(client_for(analyst), example.path, f"?filename={example.name}")
+def test_the_examples_import_as_their_readme_says(example, seeded, analyst):
+    response = post_raw(api_client(analyst), example.path, f"?filename={example.name}")
 
     body = response.json()
     if example.accepted:
@@ -58,8 +48,8 @@ def test_the_examples_import_as_their_readme_says(example, seeded, analyst, clie
         assert not ReproductionRun.objects.exists()
 
 
-def test_multipart_upload_with_form_options(seeded, analyst, client_for):
-    response = post_multipart(client_for(analyst), VALID_SMALL, dry_run="true")
+def test_multipart_upload_with_form_options(seeded, analyst):
+    response = post_multipart(api_client(analyst), VALID_SMALL, dry_run="true")
     assert response.status_code == 200
     body = response.json()
     assert (body["outcome"], body["filename"], body["dry_run"]) == (
@@ -69,13 +59,13 @@ def test_multipart_upload_with_form_options(seeded, analyst, client_for):
     )
     assert not ReproductionRun.objects.exists()
 
-    response = post_multipart(client_for(analyst), VALID_SMALL, summary="From the lab")
+    response = post_multipart(api_client(analyst), VALID_SMALL, summary="From the lab")
     assert response.status_code == 201
     assert Revision.objects.get(number=response.json()["revision"]).summary == "From the lab"
 
 
-def test_same_file_again_is_200_unchanged(seeded, analyst, client_for):
-    client = client_for(analyst)
+def test_same_file_again_is_200_unchanged(seeded, analyst):
+    client = api_client(analyst)
     assert post_raw(client, VALID_SMALL).status_code == 201
     revisions = Revision.objects.count()
 
@@ -86,8 +76,8 @@ def test_same_file_again_is_200_unchanged(seeded, analyst, client_for):
     assert Revision.objects.count() == revisions
 
 
-def test_other_content_is_409_unless_replace_is_asked_for(seeded, analyst, client_for):
-    client = client_for(analyst)
+def test_other_content_is_409_unless_replace_is_asked_for(seeded, analyst):
+    client = api_client(analyst)
     post_raw(client, VALID_SMALL)
     replacement = FIXTURES / "db" / "replacement.json"
 
@@ -103,8 +93,8 @@ def test_other_content_is_409_unless_replace_is_asked_for(seeded, analyst, clien
     assert TrialRow.objects.count() == 9
 
 
-def test_bad_parameters_and_missing_file(seeded, analyst, client_for):
-    client = client_for(analyst)
+def test_bad_parameters_and_missing_file(seeded, analyst):
+    client = api_client(analyst)
     response = post_raw(client, VALID_SMALL, "?dry_run=perhaps")
     assert response.status_code == 400
     assert response.json()["errors"][0]["path"] == "dry_run"
@@ -130,25 +120,25 @@ def test_bad_parameters_and_missing_file(seeded, analyst, client_for):
     assert not ReproductionRun.objects.exists()
 
 
-def test_permissions(seeded, analyst, reviewer, viewer, nobody, client_for):
-    assert post_raw(client_for(), VALID_SMALL).status_code == 401
-    assert client_for().get(IMPORTS).status_code == 401
-    assert client_for().get("/api/v1/runs/").status_code == 401
+def test_permissions(seeded, analyst, reviewer, viewer, nobody):
+    assert post_raw(api_client(), VALID_SMALL).status_code == 401
+    assert api_client().get(IMPORTS).status_code == 401
+    assert api_client().get("/api/v1/runs/").status_code == 401
     for user in (viewer, nobody):
-        response = post_raw(client_for(user), VALID_SMALL)
+        response = post_raw(api_client(user), VALID_SMALL)
         assert response.status_code == 403
         assert response.json()["errors"][0]["code"] == "permission.denied"
     assert not ReproductionRun.objects.exists()
-    assert client_for(viewer).get(IMPORTS).status_code == 200
-    assert client_for(nobody).get(IMPORTS).status_code == 403
-    assert post_raw(client_for(reviewer), VALID_SMALL).status_code == 201
+    assert api_client(viewer).get(IMPORTS).status_code == 200
+    assert api_client(nobody).get(IMPORTS).status_code == 403
+    assert post_raw(api_client(reviewer), VALID_SMALL).status_code == 201
 
 
-def test_list_and_read_reports(seeded, analyst, viewer, client_for):
-    client = client_for(analyst)
+def test_list_and_read_reports(seeded, analyst, viewer):
+    client = api_client(analyst)
     for example in EXAMPLES:
         post_raw(client, example.path)
-    reader = client_for(viewer)
+    reader = api_client(viewer)
 
     listing = reader.get(IMPORTS).json()
     assert listing["count"] == 4
@@ -170,9 +160,9 @@ def test_list_and_read_reports(seeded, analyst, viewer, client_for):
     assert len(paged["results"]) == 1 and paged["next"]
 
 
-def test_runs_list_detail_and_wilson_intervals(seeded, analyst, viewer, client_for):
-    post_raw(client_for(analyst), VALID_SMALL)
-    reader = client_for(viewer)
+def test_runs_list_detail_and_wilson_intervals(seeded, analyst, viewer):
+    post_raw(api_client(analyst), VALID_SMALL)
+    reader = api_client(viewer)
 
     runs = reader.get("/api/v1/runs/?case=CP22-003").json()
     assert runs["count"] == 1
@@ -191,10 +181,10 @@ def test_runs_list_detail_and_wilson_intervals(seeded, analyst, viewer, client_f
     assert reader.get("/api/v1/runs/no-such-run/").status_code == 404
 
 
-def test_trial_rows_as_csv(seeded, analyst, viewer, client_for):
-    post_raw(client_for(analyst), VALID_SMALL)
+def test_trial_rows_as_csv(seeded, analyst, viewer):
+    post_raw(api_client(analyst), VALID_SMALL)
 
-    response = client_for(viewer).get(f"/api/v1/runs/{RUN_ID}/trials.csv")
+    response = api_client(viewer).get(f"/api/v1/runs/{RUN_ID}/trials.csv")
 
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
@@ -204,21 +194,21 @@ def test_trial_rows_as_csv(seeded, analyst, viewer, client_for):
     assert rows[0]["scenario"] == "mooncake-none-lifo" and rows[0]["n"] == "1"
     assert rows[40]["scenario"] == "mooncake-deferred_release-lifo"
     assert sum(r["checksum_mismatch"] == "true" for r in rows[:40]) == 1
-    assert client_for().get(f"/api/v1/runs/{RUN_ID}/trials.csv").status_code == 401
-    missing = client_for(viewer).get("/api/v1/runs/nope/trials.csv")
+    assert api_client().get(f"/api/v1/runs/{RUN_ID}/trials.csv").status_code == 401
+    missing = api_client(viewer).get("/api/v1/runs/nope/trials.csv")
     assert missing.status_code == 404
 
 
-def test_trial_rows_csv_keeps_extensions(seeded, analyst, viewer, client_for):
-    post_raw(client_for(analyst), FIXTURES / "valid" / "trials-first-with-extensions.json")
-    response = client_for(viewer).get(f"/api/v1/runs/{RUN_ID}/trials.csv")
+def test_trial_rows_csv_keeps_extensions(seeded, analyst, viewer):
+    post_raw(api_client(analyst), FIXTURES / "valid" / "trials-first-with-extensions.json")
+    response = api_client(viewer).get(f"/api/v1/runs/{RUN_ID}/trials.csv")
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert rows[0]["extra"] == '{"x-gpu": 1}'
     assert rows[1]["latency_us"] == ""
 
 
-def test_the_schema_documents_the_endpoints(db, client_for):
-    response = client_for().get("/api/v1/schema/?format=json")
+def test_the_schema_documents_the_endpoints(db):
+    response = api_client().get("/api/v1/schema/?format=json")
     assert response.status_code == 200
     schema = response.json()
     paths = schema["paths"]
@@ -240,9 +230,9 @@ def test_the_schema_documents_the_endpoints(db, client_for):
     )
 
 
-def test_every_attempt_is_recorded(seeded, analyst, client_for):
-    post_raw(client_for(analyst), EXAMPLES[2].path)
-    post_raw(client_for(analyst), VALID_SMALL, "?dry_run=1")
+def test_every_attempt_is_recorded(seeded, analyst):
+    post_raw(api_client(analyst), EXAMPLES[2].path)
+    post_raw(api_client(analyst), VALID_SMALL, "?dry_run=1")
     assert list(ImportReport.objects.values_list("outcome", "dry_run")) == [
         ("would_import", True),
         ("refused", False),

@@ -8,32 +8,23 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.test import Client
-from rest_framework.test import APIClient
 
 from claimsdb.importers import jobs, storage
 from claimsdb.models import ImportReport, ReproductionRun, Revision, TrialRow
 
-from .conftest import ROOT
+from .support import ROOT, api_client, signed_in
 
 VALID = ROOT / "fixtures" / "repro" / "valid" / "valid-small.json"
 INVALID = ROOT / "fixtures" / "repro" / "invalid" / "counter-disagrees-with-rows.json"
 API = "/api/v1/imports/"
 
-pytestmark = pytest.mark.django_db(transaction=True)  # jobs are queued when writes commit
-
-
-@pytest.fixture(autouse=True)
-def spool(settings, tmp_path):
-    settings.IMPORT_SPOOL_DIR = str(tmp_path / "spool")
-    return Path(settings.IMPORT_SPOOL_DIR)
+# jobs are queued when writes commit
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("spool")]
 
 
 @pytest.fixture
 def api(seeded, analyst):
-    client = APIClient()
-    client.force_authenticate(analyst)
-    return client
+    return api_client(analyst)
 
 
 def upload(client, path: Path, **query):
@@ -160,17 +151,14 @@ def test_a_body_that_is_not_an_object_is_refused_at_once(api, spool):
 
 
 def test_a_viewer_cannot_queue_an_import(seeded, viewer, spool):
-    client = APIClient()
-    client.force_authenticate(viewer)
-    response = upload(client, VALID, background="true")
+    response = upload(api_client(viewer), VALID, background="true")
     assert response.status_code == 403
     assert not spool.exists() or list(spool.iterdir()) == []
 
 
 def test_the_upload_page_queues_a_large_file(seeded, analyst, settings):
     settings.IMPORT_BACKGROUND_BYTES = 100
-    client = Client()
-    client.force_login(analyst)
+    client = signed_in(analyst)
     with VALID.open("rb") as handle:
         response = client.post("/imports/", {"file": handle, "summary": ""})
     assert response.status_code == 302

@@ -16,22 +16,13 @@ from claimsdb.importers.repro_results import ResultsImporter
 from claimsdb.models import ImportReport, ReproductionRun, Revision
 
 from .repro_examples import FIXTURES, VALID_SMALL
+from .support import signed_in
+
+pytestmark = pytest.mark.usefixtures("spool")  # dry runs keep their files
 
 NO_TRIALS = FIXTURES / "valid" / "valid-no-trials.json"
 RUN = "pd-abort-h200x2-20261021-0007"
 LATER_RUN = "pd-abort-h200x2-20261022-0001"
-
-
-@pytest.fixture(autouse=True)
-def spool(settings, tmp_path):
-    settings.IMPORT_SPOOL_DIR = str(tmp_path / "spool")
-    return Path(settings.IMPORT_SPOOL_DIR)
-
-
-def signed_in(user, **options) -> Client:
-    client = Client(**options)
-    client.force_login(user)
-    return client
 
 
 def dry_run(client: Client, path: Path = VALID_SMALL, **fields) -> ImportReport:

@@ -15,18 +15,9 @@ from claimsdb.models import ImportReport, ReproductionRun
 from claimsdb.web import repro
 
 from .repro_examples import EXAMPLES, FIXTURES, VALID_SMALL
+from .support import signed_in
 
-
-@pytest.fixture(autouse=True)
-def spool(settings, tmp_path):
-    """Dry runs keep their files: in a folder of the test's own."""
-    settings.IMPORT_SPOOL_DIR = str(tmp_path / "spool")
-
-
-def signed_in(user, **options) -> Client:
-    client = Client(**options)
-    client.force_login(user)
-    return client
+pytestmark = pytest.mark.usefixtures("spool")  # dry runs keep their files
 
 
 def upload(client: Client, path, **fields):

@@ -39,7 +39,7 @@ from claimsdb.records import RuleViolations, record_document
 from claimsdb.services import bundle_load, case_update
 from claimsdb.services.permissions import ROLES
 
-from .conftest import case_doc, make_user
+from .support import case_doc, make_user
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "repro"
@@ -437,6 +437,7 @@ def _peak_of_import(user, path: Path) -> int:
     return peak
 
 
+@pytest.mark.slow
 def test_memory_does_not_grow_with_the_number_of_trial_rows(seeded, analyst, tmp_path):
     small, large = tmp_path / "small.json", tmp_path / "large.json"
     # two and twenty batches of trial rows (claimsdb.importers.storage.BATCH_SIZE)
@@ -454,19 +455,7 @@ def test_memory_does_not_grow_with_the_number_of_trial_rows(seeded, analyst, tmp
 # --- concurrency (PostgreSQL) -------------------------------------------------------------
 
 
-@pytest.fixture
-def roles_kept(django_db_setup, django_db_blocker):
-    """Puts the role groups back after a transactional test's flush (set up before, so torn
-    down after, ``transactional_db``), for the tests that follow."""
-    yield
-    with django_db_blocker.unblock():
-        for role in ROLES:
-            Group.objects.get_or_create(name=role)
-
-
-@pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="SQLite serialises whole transactions anyway"
-)
+@pytest.mark.postgres(reason="SQLite serialises whole transactions anyway")
 def test_two_processes_importing_the_same_file_store_it_once(
     roles_kept, transactional_db, seed_bundle
 ):

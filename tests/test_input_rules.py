@@ -12,8 +12,7 @@ from claimsdb import limits
 from claimsdb.records import RuleViolations, record_document
 from claimsdb.services import bundle_load, case_update, record_create, record_update
 
-from .conftest import new_case
-from .test_web_support import signed_in
+from .support import new_case, signed_in
 
 pytestmark = pytest.mark.django_db
 

@@ -35,7 +35,7 @@ from claimsdb.services import record_update, record_withdraw
 from claimsdb.services.permissions import RANK, ROLES
 from claimsdb.services.releases import release_publish
 
-from .conftest import make_user
+from .support import make_user
 
 KINDS = list(record_kinds)
 each_kind = pytest.mark.parametrize("kind", KINDS, ids=[kind.name for kind in KINDS])

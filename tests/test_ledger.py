@@ -4,14 +4,14 @@ import json
 import threading
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from claimsdb.integrity import verify_history
 from claimsdb.models import Case, Revision
 from claimsdb.records import RuleViolations, bundle_document, record_document
 from claimsdb.services import bundle_load, case_update, revision_revert
 
-from .conftest import case_doc, load_seed_bundle, make_user
+from .support import case_doc, load_seed_bundle, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -158,10 +158,11 @@ def test_revert_that_todays_rules_forbid_is_refused(seeded, reviewer):
     assert bundle_document() == before and Revision.objects.count() == count
 
 
+@pytest.mark.postgres(
+    reason="concurrent writers are checked on PostgreSQL (SQLite serializes writers)"
+)
 @pytest.mark.django_db(transaction=True)
 def test_parallel_writers_get_unique_gapless_numbers(request):
-    if connection.vendor != "postgresql":
-        pytest.skip("concurrent writers are checked on PostgreSQL (SQLite serializes writers)")
     reviewer = make_user("reviewer", "reviewer")
     bundle_load(user=reviewer, bundle=load_seed_bundle(), summary="Seed")
     errors: list[BaseException] = []

@@ -10,7 +10,6 @@ import json
 
 import pytest
 from django.conf import settings
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from claimsdb import limits
@@ -20,17 +19,15 @@ from claimsdb.models import ImportReport, Revision
 from claimsdb.records import RuleViolations
 from claimsdb.services import bundle_load, case_create
 
-from .conftest import new_case
 from .repro_examples import VALID_SMALL
+from .support import api_client, new_case, token_client
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def api(seeded, reviewer) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=reviewer).key}")
-    return client
+    return token_client(reviewer)
 
 
 def refused(call) -> list[tuple[str, str]]:
@@ -182,9 +179,7 @@ def test_a_filename_with_control_characters_is_refused(seeded, analyst):
 
 def test_an_upload_declared_beyond_the_limit_is_413_before_it_is_read(seeded, analyst, monkeypatch):
     monkeypatch.setattr("claimsdb.web.request_limits.UPLOAD_MAX_BYTES", 100)
-    client = APIClient()
-    client.force_authenticate(analyst)
-    response = client.post(
+    response = api_client(analyst).post(
         "/api/v1/imports/", VALID_SMALL.read_bytes(), content_type="application/json"
     )
     assert response.status_code == 413

@@ -14,7 +14,6 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from claimsdb.codes import CODES
@@ -24,6 +23,7 @@ from claimsdb.records.documents import parse_document
 from claimsdb.services import bundle_load, record_update
 
 from .repro_examples import VALID_SMALL
+from .support import token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -114,8 +114,8 @@ DRF_CODES = {"invalid", "parse_error", "not_found", "method_not_allowed"}
 
 
 @pytest.fixture
-def token(seeded, reviewer) -> str:
-    return Token.objects.create(user=reviewer).key
+def api(seeded, reviewer) -> APIClient:
+    return token_client(reviewer)
 
 
 def rolled_back(function):
@@ -196,10 +196,8 @@ def test_a_format_that_is_not_text_is_refused_as_a_format(seeded, reviewer, form
 
 @pytest.mark.parametrize("method", ["put", "patch", "post"])
 @pytest.mark.parametrize("kind", list(RECORDS))
-def test_api_writes_never_fail_on_malformed_documents(seeded, token, kind, method):
+def test_api_writes_never_fail_on_malformed_documents(seeded, api, kind, method):
     original = documents(seeded)[kind]
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     base = f"/api/v1/{kind}s/"
 
     @SETTINGS
@@ -215,7 +213,7 @@ def test_api_writes_never_fail_on_malformed_documents(seeded, token, kind, metho
         if method == "patch":
             content_type = "application/merge-patch+json"
         response = rolled_back(
-            lambda: getattr(client, method)(url, body, content_type=content_type, **extra)
+            lambda: getattr(api, method)(url, body, content_type=content_type, **extra)
         )
         assert response.status_code < 500, response.content
         if response.status_code >= 400:
@@ -226,10 +224,8 @@ def test_api_writes_never_fail_on_malformed_documents(seeded, token, kind, metho
     write()
 
 
-def test_api_claim_writes_never_fail_on_malformed_claims(seeded, token):
+def test_api_claim_writes_never_fail_on_malformed_claims(seeded, api):
     claim = documents(seeded)["case"]["claims"][0]
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
 
     @SETTINGS
     @given(document=mutations(claim), method=st.sampled_from(["put", "patch", "post"]))
@@ -240,7 +236,7 @@ def test_api_claim_writes_never_fail_on_malformed_claims(seeded, token):
             url = f"/api/v1/claims/{claim['id']}/?summary=fuzz"
         content_type = "application/merge-patch+json" if method == "patch" else "application/json"
         response = rolled_back(
-            lambda: getattr(client, method)(
+            lambda: getattr(api, method)(
                 url, json.dumps(document), content_type=content_type, HTTP_IF_MATCH="*"
             )
         )

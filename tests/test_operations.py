@@ -18,7 +18,7 @@ from django.test import override_settings
 
 from claimsdb.web import health
 
-from .conftest import ROOT
+from .support import ROOT
 
 
 @pytest.mark.django_db

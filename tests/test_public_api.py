@@ -17,12 +17,10 @@ from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from claimsdb.models import ReleaseEntry, Revision
-from claimsdb.records import bundle_document, dumps_compact, record_document
+from claimsdb.records import record_document
 from claimsdb.services import (
     case_create,
     case_update,
@@ -34,13 +32,10 @@ from claimsdb.services import (
 )
 from claimsdb.services.releases import release_publish
 
-from . import test_api
-from .conftest import make_user
 from .public_walk import Route, route_urls, walk_routes
+from .support import body, latest, state, token_client, user_in_role
 
-module_seed = test_api.module_seed  # the seed, loaded once for this module
-
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_cache")]
 
 API = "/api/v1"
 MARKER = "DRAFT-MARKER-API-91c2"
@@ -72,17 +67,6 @@ class World:
     other_case_released: int  # CP22-002's revision in both releases
     released: list[int]  # every revision a release points at
     drafts: list[int]  # every revision made after release 2
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttles():
-    cache.clear()
-    yield
-    cache.clear()
-
-
-def latest(kind: str, key: str) -> int:
-    return Revision.objects.filter(record_kind=kind, record_key=key).latest("number").number
 
 
 def head() -> int:
@@ -163,23 +147,9 @@ def world(module_seed, django_db_blocker) -> World:
 def client_as(role: str) -> APIClient:
     """A client without credentials (``anonymous``), or with a token of a user in ``role``
     (``nobody``: signed in without a role)."""
-    client = APIClient()
-    if role != "anonymous":
-        name = f"public-api-{role}"
-        user = User.objects.filter(username=name).first() or make_user(
-            name, None if role == "nobody" else role
-        )
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
-
-
-def body(response):
-    return json.loads(response.content)
-
-
-def state() -> tuple[list[int], str]:
-    return list(Revision.objects.values_list("number", flat=True)), dumps_compact(bundle_document())
+    if role == "anonymous":
+        return token_client(None)
+    return token_client(user_in_role(f"public-api-{role}", None if role == "nobody" else role))
 
 
 # --- walking every API URL --------------------------------------------------------------

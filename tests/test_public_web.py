@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from claimsdb import public
-from claimsdb.models import Release, Revision
+from claimsdb.models import Release
 from claimsdb.records import record_document
 from claimsdb.services import (
     case_update,
@@ -23,10 +23,8 @@ from claimsdb.services import (
 )
 from claimsdb.services.releases import release_publish
 
-from .conftest import case_doc
 from .public_walk import Route, route_urls, walk_routes
-from .test_releases import new_source
-from .test_web_support import signed_in, text_of
+from .support import case_doc, create_source, latest, signed_in, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -47,10 +45,6 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 
 def draft_text(what: str) -> str:
     return f"{MARKER} {DRAFT_WORD} {what}"
-
-
-def latest(kind: str, key: str) -> int:
-    return Revision.objects.filter(record_kind=kind, record_key=key).order_by("-number")[0].number
 
 
 def edit(user, kind: str, key: str, **fields) -> int:
@@ -100,7 +94,7 @@ def drafted(seeded, seed_bundle, analyst, reviewer):
         relations=[],
     )
     record_create(kind="case", user=analyst, document=document, summary="Draft case")
-    new_source(analyst, DRAFT_SOURCE, title=draft_text("new source"))
+    create_source(analyst, DRAFT_SOURCE, title=draft_text("new source"))
     method = copy.deepcopy(record_document("method", METHOD))
     method.update(key=DRAFT_METHOD, title=draft_text("method"))
     method_create(user=reviewer, document=method, summary="Draft method")

@@ -16,7 +16,7 @@ from claimsdb.selectors.cases import case_list_rows, case_tags
 from claimsdb.selectors.methods import method_list
 from claimsdb.services import record_update
 
-from .test_web_support import signed_in
+from .support import signed_in
 
 
 def test_a_case_document_is_the_document_written(seeded, seed_bundle):

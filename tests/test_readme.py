@@ -1,12 +1,11 @@
 """The README stays a tour; docs/codes.md is what the codes registry (claimsdb/codes.py)
 writes, and lists every code."""
 
-from pathlib import Path
-
 from claimsdb import codes_doc
 from claimsdb.codes import REGISTERED
 
-ROOT = Path(__file__).resolve().parent.parent
+from .support import ROOT
+
 README_MAX_BYTES = 12 * 1024
 
 

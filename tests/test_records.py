@@ -16,7 +16,7 @@ from claimsdb.records import (
     parse_document,
 )
 
-from .conftest import SEED_PATH, case_doc
+from .support import SEED_PATH, case_doc
 
 
 def problems(exc: RuleViolations) -> set[tuple[str, str]]:

@@ -11,17 +11,23 @@ import xml.etree.ElementTree as ET
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
-from rest_framework.test import APIClient
 
-from claimsdb.models import Release, Revision
+from claimsdb.models import Release
 from claimsdb.records import RuleViolations, record_document
-from claimsdb.services import bundle_load, case_create, case_update
+from claimsdb.services import bundle_load, case_create
 from claimsdb.services.releases import release_plan, release_publish
 
-from .conftest import new_case
-from .test_web_support import field_block, signed_in, text_of
+from .support import (
+    api_client,
+    edit_case,
+    field_block,
+    get_queries,
+    latest,
+    new_case,
+    queries_of,
+    signed_in,
+    text_of,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -29,28 +35,18 @@ ATOM = "{http://www.w3.org/2005/Atom}"
 CASE = "CP22-003"
 
 
-def latest(key: str = CASE) -> int:
-    return Revision.objects.filter(record_kind="case", record_key=key).order_by("-number")[0].number
-
-
-def edit_case(user, key: str = CASE, **fields) -> int:
-    document = record_document("case", key)
-    document.update(fields)
-    return case_update(user=user, key=key, document=document, summary="Edit").revision.number
-
-
 # --- only a reviewer sets ready ------------------------------------------------------------
 
 
 def test_an_analyst_cannot_set_ready_through_the_services(seeded, analyst, reviewer):
     edit_case(analyst, "CP22-002", status="draft")
-    before = latest("CP22-002")
+    before = latest("case", "CP22-002")
     with pytest.raises(RuleViolations) as refused:
         edit_case(analyst, "CP22-002", status="ready")
     assert [(v.code, v.path) for v in refused.value.violations] == [
         ("status.ready_needs_reviewer", "status")
     ]
-    assert latest("CP22-002") == before
+    assert latest("case", "CP22-002") == before
     assert record_document("case", "CP22-002")["status"] == "draft"
     # the proposal is in_review; the reviewer sets ready
     edit_case(analyst, "CP22-002", status="in_review")
@@ -121,18 +117,12 @@ def test_setup_demo_loads_the_seed_with_its_ready_cases(settings, db, tmp_path, 
     assert Release.objects.get().entries.filter(record_key=CASE, change="new").exists()
 
 
-def api_client(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
 def test_the_api_refuses_ready_from_an_analyst(seeded, analyst, reviewer):
     edit_case(reviewer, "CP22-002", status="draft")
     url = "/api/v1/cases/CP22-002/?summary=Ready"
     document = record_document("case", "CP22-002")
     document["status"] = "ready"
-    etag = f'"{latest("CP22-002")}"'
+    etag = f'"{latest("case", "CP22-002")}"'
     response = api_client(analyst).put(url, document, format="json", HTTP_IF_MATCH=etag)
     assert response.status_code == 400
     assert [(e["code"], e["path"]) for e in response.json()["errors"]] == [
@@ -173,7 +163,7 @@ def form_data(document: dict, **changes) -> dict:
 
 def test_the_edit_form_refuses_ready_from_an_analyst_at_the_status_field(seeded, analyst, reviewer):
     edit_case(reviewer, "CP22-002", status="draft")
-    before = latest("CP22-002")
+    before = latest("case", "CP22-002")
     document = record_document("case", "CP22-002")
     client = signed_in(analyst)
     data = form_data(document, **{"case-status": "ready", "case-title": "My new title"})
@@ -183,7 +173,7 @@ def test_the_edit_form_refuses_ready_from_an_analyst_at_the_status_field(seeded,
     html = response.content.decode()
     assert "only a reviewer may set case CP22-002 to ready" in field_block(html, "case-status")
     assert 'value="My new title"' in html  # the input is kept
-    assert latest("CP22-002") == before
+    assert latest("case", "CP22-002") == before
     data["case-status"] = "in_review"
     assert client.post("/cases/CP22-002/edit/", data).status_code == 302
     assert record_document("case", "CP22-002")["status"] == "in_review"
@@ -200,9 +190,9 @@ def released(seeded, reviewer) -> Release:
 def test_the_preview_lists_titles_and_diff_links_as_the_release_page_does(
     released, analyst, reviewer
 ):
-    before = latest()
+    before = latest("case", CASE)
     edit_case(analyst, CASE, title="A retitled case")
-    after = latest()
+    after = latest("case", CASE)
     client = signed_in(reviewer)
     preview = client.get("/releases/new/").content.decode()
     assert "CP22-003</a> — A retitled case" in preview
@@ -261,13 +251,13 @@ def cite_box(html: str) -> str:
 
 
 def test_citing_an_unreleased_revision_says_the_link_is_not_public_yet(released, analyst, viewer):
-    published = latest()
+    published = latest("case", CASE)
     edit_case(analyst, CASE, title="Retitled")
     box = cite_box(signed_in(viewer).get(f"/cases/{CASE}/").content.decode())
     assert "not in a release yet" in box
     assert "works only for signed-in users" in box
     assert f"The public sees revision {published}, published in release 1" in box
-    revision_page = signed_in(viewer).get(f"/cases/{CASE}/revisions/{latest()}/")
+    revision_page = signed_in(viewer).get(f"/cases/{CASE}/revisions/{latest('case', CASE)}/")
     assert "not in a release yet" in cite_box(revision_page.content.decode())
     # the released revision's own citation says nothing of the sort
     released_page = signed_in(viewer).get(f"/cases/{CASE}/revisions/{published}/")
@@ -297,8 +287,9 @@ def test_the_releases_feed_lists_the_records_each_release_changed(
     release_publish(user=reviewer, notes="Second")
     entries = feed(client, "/releases/feed.atom").findall(f"{ATOM}entry")
     second = entries[0].findtext(f"{ATOM}summary")
+    revision = latest("case", CASE)
     assert (
-        f'updated: <a href="http://testserver/cases/{CASE}/revisions/{latest()}/">'
+        f'updated: <a href="http://testserver/cases/{CASE}/revisions/{revision}/">'
         f"case {CASE} — A retitled case</a>"
     ) in second
     first = entries[1].findtext(f"{ATOM}summary")
@@ -311,9 +302,7 @@ def test_the_releases_feed_runs_the_same_queries_however_many_releases(
     released, analyst, reviewer, client
 ):
     def count() -> int:
-        with CaptureQueriesContext(connection) as queries:
-            client.get("/releases/feed.atom")
-        return len(queries)
+        return queries_of(lambda: client.get("/releases/feed.atom"))
 
     few = count()
     for n in range(3):
@@ -323,7 +312,7 @@ def test_the_releases_feed_runs_the_same_queries_however_many_releases(
 
 
 def test_a_case_feed_lists_the_releases_that_changed_the_case(released, analyst, reviewer, client):
-    first = latest()
+    first = latest("case", CASE)
     edit_case(analyst, CASE, title="A retitled case")
     edit_case(analyst, "CP22-002", title="Another case changed")
     release_publish(user=reviewer, notes="Second")
@@ -350,9 +339,7 @@ def test_a_case_feed_runs_the_same_queries_however_many_releases(
     released, analyst, reviewer, client
 ):
     def count() -> int:
-        with CaptureQueriesContext(connection) as queries:
-            assert client.get(f"/cases/{CASE}/feed.atom").status_code == 200
-        return len(queries)
+        return get_queries(client, f"/cases/{CASE}/feed.atom")
 
     few = count()
     for n in range(3):
@@ -381,7 +368,8 @@ def test_pages_link_their_feeds_in_the_head(released, analyst, viewer, client):
     for url in ("/", "/sources/", "/releases/"):
         assert releases_link in head(client.get(url).content.decode())
     assert case_link in head(client.get(f"/cases/{CASE}/").content.decode())
-    assert case_link in head(client.get(f"/cases/{CASE}/revisions/{latest()}/").content.decode())
+    revision = latest("case", CASE)
+    assert case_link in head(client.get(f"/cases/{CASE}/revisions/{revision}/").content.decode())
     case_create(user=analyst, document=new_case(), summary="New")
     unreleased = signed_in(viewer).get("/cases/CP99-001/").content.decode()
     assert "/cases/CP99-001/feed.atom" not in unreleased

@@ -19,12 +19,18 @@ from claimsdb.services import (
     case_create,
     case_update,
     case_withdraw,
-    source_create,
     source_withdraw,
 )
 from claimsdb.services.releases import release_plan, release_publish
 
-from .conftest import case_doc
+from .support import (
+    braces_balanced,
+    case_doc,
+    create_source,
+    edit_case,
+    latest,
+    parse_bibtex,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -36,34 +42,6 @@ def entries(release: Release) -> dict[tuple[str, str], tuple[str, int]]:
         (e.record_kind, e.record_key): (e.change, e.revision.number)
         for e in release.entries.select_related("revision")
     }
-
-
-def latest(kind: str, key: str) -> int:
-    return Revision.objects.filter(record_kind=kind, record_key=key).order_by("-number")[0].number
-
-
-def edit_case(user, key: str, summary: str = "Edit", **fields) -> int:
-    document = record_document("case", key)
-    document.update(fields)
-    outcome = case_update(user=user, key=key, document=document, summary=summary)
-    return outcome.revision.number
-
-
-def new_source(user, key: str, title: str = "A new source") -> int:
-    document = {
-        "format": "claimsdb.source/1",
-        "key": key,
-        "title": title,
-        "kind": "other",
-        "publisher": "",
-        "url": "",
-        "published_on": None,
-        "accessed_on": None,
-        "reliability": "",
-        "notes": "",
-        "status": "active",
-    }
-    return source_create(user=user, document=document, summary="New source").revision.number
 
 
 def new_draft_case(user, seed_bundle, key: str) -> int:
@@ -106,7 +84,7 @@ def test_entries_across_a_sequence_of_releases(seeded, seed_bundle, analyst, rev
     updated = edit_case(analyst, "CP22-003", title="SGLang RDMA transfers outlive aborts")
     edit_case(analyst, "CP22-002", status="draft", summary="Back to draft")
     new_draft_case(analyst, seed_bundle, "CP22-009")
-    added = new_source(analyst, "SRC-NEW")
+    added = create_source(analyst, "SRC-NEW")
     second = release_publish(user=reviewer, notes="2")
     got = entries(second)
     assert got[("case", "CP22-003")] == ("updated", updated)
@@ -120,7 +98,7 @@ def test_entries_across_a_sequence_of_releases(seeded, seed_bundle, analyst, rev
     # a record withdrawn before it was ever released gets no entry
     withdrawal = case_withdraw(user=analyst, key="CP22-002", summary="Withdrawn").revision
     source_withdraw(user=analyst, key="SRC-NEW", summary="Withdrawn")
-    new_source(analyst, "SRC-NEVER")
+    create_source(analyst, "SRC-NEVER")
     source_withdraw(user=analyst, key="SRC-NEVER", summary="Withdrawn before release")
     third = release_publish(user=reviewer, notes="3")
     got = entries(third)
@@ -335,7 +313,7 @@ def test_released_records_query_count_is_flat(seeded, analyst, reviewer):
     with CaptureQueriesContext(connection) as few:
         assert len(public.released_records("source")) == 10
     for index in range(15):
-        new_source(analyst, f"SRC-MORE-{index}")
+        create_source(analyst, f"SRC-MORE-{index}")
     release_publish(user=reviewer, notes="2")
     with CaptureQueriesContext(connection) as many:
         assert len(public.released_records("source")) == 25
@@ -419,26 +397,6 @@ def test_immutable_headers_only_for_released_revisions(seeded, reviewer, analyst
 
 
 # --- citation ------------------------------------------------------------------------------
-
-
-def parse_bibtex(text: str):
-    """Parse with pybtex (a BibTeX-compatible parser, strict mode): the one entry."""
-    from pybtex.database import parse_string
-
-    entries = parse_string(text, "bibtex").entries
-    assert len(entries) == 1
-    return next(iter(entries.items()))
-
-
-def braces_balanced(text: str) -> bool:
-    depth = 0
-    for index, char in enumerate(text):
-        if char in "{}" and index and text[index - 1] == "\\":
-            continue
-        depth += {"{": 1, "}": -1}.get(char, 0)
-        if depth < 0:
-            return False
-    return depth == 0
 
 
 def test_citation_text_names_record_revision_release_and_url(seeded, seed_bundle, reviewer):

@@ -36,7 +36,7 @@ from claimsdb.services import releases as release_service
 from claimsdb.services.ledger import chain_hash
 from claimsdb.services.releases import release_plan, release_publish
 
-from .conftest import case_doc
+from .support import api_client, case_doc, get_queries, queries_of
 
 pytestmark = pytest.mark.django_db
 
@@ -119,9 +119,7 @@ def publish_and_roll_back(user) -> int:
 
 
 def plan_queries() -> int:
-    with CaptureQueriesContext(connection) as queries:
-        release_plan()
-    return len(queries)
+    return queries_of(release_plan)
 
 
 # --- publishing --------------------------------------------------------------------------
@@ -182,6 +180,7 @@ def traced_peak(function) -> int:
     return peak - before
 
 
+@pytest.mark.slow
 def test_publishing_memory_is_bounded_by_the_batch(reviewer, monkeypatch):
     """Both releases measured follow an earlier one: half of the 800 records are new and
     half unchanged, then three quarters of the 3,200."""
@@ -273,21 +272,15 @@ def test_an_api_page_of_released_records_costs_the_same_at_any_size(reviewer):
     bulk_sources(reviewer, "R", 60)
     release_publish(user=reviewer, notes="60")
 
-    def page_queries(url: str) -> int:
-        with CaptureQueriesContext(connection) as queries:
-            response = client.get(url)
-        assert response.status_code == 200, response.content
-        return len(queries)
-
     urls = [
         "/api/v1/sources/?page=2&page_size=20",
         "/api/v1/sources/?kind=dataset&ordering=-title&page_size=10",
         "/api/v1/sources/?q=bulk+source+1&page_size=10",
     ]
-    few = [page_queries(url) for url in urls]
+    few = [get_queries(client, url) for url in urls]
     bulk_sources(reviewer, "Q", 240)
     release_publish(user=reviewer, notes="300")
-    assert [page_queries(url) for url in urls] == few
+    assert [get_queries(client, url) for url in urls] == few
     body = client.get("/api/v1/sources/?kind=dataset&ordering=-title&page_size=3").json()
     assert body["count"] == 150
     titles = [item["document"]["title"] for item in body["results"]]
@@ -428,8 +421,7 @@ QUERIES = [
 def test_released_filters_answer_as_the_working_state(varied, viewer, query):
     """Everything is released and nothing changed since: the public and a viewer must
     get the same records in the same order."""
-    working = APIClient()
-    working.force_authenticate(viewer)
+    working = api_client(viewer)
 
     def keys(client) -> list[str]:
         response = client.get(f"/api/v1/{query}&page_size=200")

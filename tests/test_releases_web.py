@@ -8,19 +8,22 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
-from django.test import Client
-from django.test.utils import CaptureQueriesContext
-from rest_framework.test import APIClient
 
 from claimsdb import public
-from claimsdb.models import Release, ReleaseEntry, Revision
-from claimsdb.records import record_document
-from claimsdb.services import case_update, source_create
+from claimsdb.models import Release, ReleaseEntry
+from claimsdb.services import source_create
 from claimsdb.services.releases import release_publish
 
-from .test_releases import braces_balanced, parse_bibtex
-from .test_web_support import field_block
+from .support import (
+    api_client,
+    braces_balanced,
+    edit_case,
+    field_block,
+    get_queries,
+    latest,
+    parse_bibtex,
+    signed_in,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -30,29 +33,6 @@ ATOM = "{http://www.w3.org/2005/Atom}"
 @pytest.fixture
 def released(seeded, reviewer) -> Release:
     return release_publish(user=reviewer, notes="First public release\nof the seed.")
-
-
-def latest(key: str) -> int:
-    return Revision.objects.filter(record_kind="case", record_key=key).order_by("-number")[0].number
-
-
-def edit_case(user, key: str, **fields) -> int:
-    document = record_document("case", key)
-    document.update(fields)
-    return case_update(user=user, key=key, document=document, summary="Edit").revision.number
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def api(user=None) -> APIClient:
-    client = APIClient()
-    if user is not None:
-        client.force_authenticate(user)
-    return client
 
 
 # --- pages ---------------------------------------------------------------------------------
@@ -73,7 +53,7 @@ def test_release_list_shows_the_publish_link_to_reviewers(released, reviewer):
 
 
 def test_anonymous_reads_what_a_release_changed(released, analyst, reviewer, client):
-    first = latest("CP22-003")
+    first = latest("case", "CP22-003")
     second = edit_case(analyst, "CP22-003", title="A clearer title")
     release_publish(user=reviewer, notes="Second")
     response = client.get("/releases/2/")
@@ -94,9 +74,7 @@ def test_anonymous_reads_what_a_release_changed(released, analyst, reviewer, cli
 
 def test_release_pages_query_counts_are_flat(released, analyst, reviewer, client):
     def count(path: str) -> int:
-        with CaptureQueriesContext(connection) as queries:
-            assert client.get(path).status_code == 200
-        return len(queries)
+        return get_queries(client, path)
 
     list_before = count("/releases/")
     for index in range(5):
@@ -148,8 +126,7 @@ def test_publish_page_needs_a_reviewer(seeded, analyst, client):
 
 
 def test_reviewer_publishes_from_the_page_with_csrf(seeded, reviewer):
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(reviewer)
+    client = signed_in(reviewer, enforce_csrf_checks=True)
     page = client.get("/releases/new/")
     assert page.status_code == 200
     html = page.content.decode()
@@ -174,7 +151,7 @@ def test_reviewer_publishes_from_the_page_with_csrf(seeded, reviewer):
 
 
 def test_cite_downloads_for_anonymous_follow_the_release(released, analyst, client):
-    number = latest("CP22-003")
+    number = latest("case", "CP22-003")
     edit_case(analyst, "CP22-003", title="Draft title", status="draft")
     response = client.get("/cases/CP22-003/cite.bib")
     assert response.status_code == 200
@@ -212,7 +189,7 @@ def test_cite_downloads_for_viewers_cite_the_working_revision(released, analyst,
 
 
 def test_cite_a_specific_released_revision(released, analyst, client):
-    number = latest("CP22-003")
+    number = latest("case", "CP22-003")
     working = edit_case(analyst, "CP22-003", title="Draft title")
     response = client.get(f"/cases/CP22-003/cite.json?revision={number}")
     assert response.status_code == 200
@@ -232,7 +209,7 @@ def test_cite_downloads_before_any_release(seeded, client, viewer):
 
 
 def test_anonymous_reads_releases_over_the_api(released, analyst, reviewer):
-    client = api()
+    client = api_client()
     response = client.get("/api/v1/releases/")
     assert response.status_code == 200
     body = response.json()
@@ -249,9 +226,9 @@ def test_anonymous_reads_releases_over_the_api(released, analyst, reviewer):
         "kind": "case",
         "key": "CP22-003",
         "change": "new",
-        "revision": latest("CP22-003"),
+        "revision": latest("case", "CP22-003"),
         "previous_revision": None,
-        "page": f"http://testserver/cases/CP22-003/revisions/{latest('CP22-003')}/",
+        "page": f"http://testserver/cases/CP22-003/revisions/{latest('case', 'CP22-003')}/",
     }
     assert [e["kind"] for e in detail["entries"]][:2] == ["case", "case"]
     missing = client.get("/api/v1/releases/9/")
@@ -263,28 +240,28 @@ def test_the_bundle_endpoint_is_the_export(released, analyst, tmp_path):
     out = tmp_path / "release-1.json"
     call_command("export_records", release=1, out=str(out))
     edit_case(analyst, "CP22-003", title="Later")
-    response = api().get("/api/v1/releases/1/bundle.json")
+    response = api_client().get("/api/v1/releases/1/bundle.json")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json; charset=utf-8"
     assert response.streaming and b"".join(response.streaming_content) == out.read_bytes()
     assert response["Cache-Control"] == "public, max-age=31536000, immutable"
-    again = api().get("/api/v1/releases/1/bundle.json", HTTP_IF_NONE_MATCH=response["ETag"])
+    again = api_client().get("/api/v1/releases/1/bundle.json", HTTP_IF_NONE_MATCH=response["ETag"])
     assert again.status_code == 304
-    assert api().get("/api/v1/releases/2/bundle.json").status_code == 404
+    assert api_client().get("/api/v1/releases/2/bundle.json").status_code == 404
 
 
 def test_publishing_over_the_api_needs_a_reviewer(seeded, viewer, analyst):
-    anonymous = api().post("/api/v1/releases/", {"notes": "x"}, format="json")
+    anonymous = api_client().post("/api/v1/releases/", {"notes": "x"}, format="json")
     assert anonymous.status_code == 401
     for user in (viewer, analyst):
-        response = api(user).post("/api/v1/releases/", {"notes": "x"}, format="json")
+        response = api_client(user).post("/api/v1/releases/", {"notes": "x"}, format="json")
         assert response.status_code == 403
         assert response.json()["errors"][0]["code"] == "permission.denied"
     assert Release.objects.count() == 0 and ReleaseEntry.objects.count() == 0
 
 
 def test_reviewer_publishes_over_the_api(seeded, reviewer):
-    client = api(reviewer)
+    client = api_client(reviewer)
     refused = client.post("/api/v1/releases/", {"notes": ""}, format="json")
     assert refused.status_code == 400
     assert [e["code"] for e in refused.json()["errors"]] == ["release.notes_required"]

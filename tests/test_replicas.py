@@ -26,12 +26,15 @@ from claimsdb.services import bundle_load, case_update
 from claimsdb.services.releases import release_publish
 from claimsdb.settings import database_from_url
 
+from .support import signed_in
+
 REPLICA_URL = os.environ.get("CLAIMSDB_TEST_REPLICA_URL", "")
 CASE = "CP22-003"
 ALIAS = "replica1"
 
 pytestmark = [
     pytest.mark.skipif(not REPLICA_URL, reason="CLAIMSDB_TEST_REPLICA_URL names no replica"),
+    pytest.mark.postgres(reason="read replicas are PostgreSQL streaming replicas"),
     # committed data only: the replica never sees a test's rolled-back transaction
     pytest.mark.django_db(transaction=True, databases=["default", "replica1"]),
 ]
@@ -60,8 +63,6 @@ def replica_alias(django_db_setup):
     of connections (a module fixture runs before the per-test one). It is a test mirror of
     the default database, so transactional tests do not try to flush the read-only
     replica; its connection still goes to the replica."""
-    if connection.vendor != "postgresql":
-        pytest.skip("read replicas are PostgreSQL streaming replicas")
     _attach(REPLICA_URL)
     yield
     _detach()
@@ -162,8 +163,7 @@ def test_a_paused_replica_shows_what_it_has_replayed(replica, reviewer, seed_bun
 def test_writes_and_the_writers_next_reads_use_the_primary(replica, reviewer, analyst, seed_bundle):
     _released_seed(reviewer, seed_bundle)
     _caught_up()
-    writer = Client()
-    writer.force_login(analyst)
+    writer = signed_in(analyst)
     with CaptureQueriesContext(connections[ALIAS]) as during_write:
         response = writer.generic(
             "PATCH",
@@ -191,8 +191,7 @@ def test_edit_forms_and_working_state_never_come_from_a_lagging_replica(
     _caught_up()
     _pause_replay()
     _retitle(analyst, "Only on the primary")
-    editor = Client()
-    editor.force_login(analyst)
+    editor = signed_in(analyst)
     for path in (f"/cases/{CASE}/edit/", f"/cases/{CASE}/", f"/api/v1/cases/{CASE}/"):
         response, _, on_replica = _reads(editor, path)
         assert response.status_code == 200, path

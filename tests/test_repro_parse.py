@@ -671,6 +671,7 @@ def _peak_while_parsing(path: Path) -> int:
     return peak
 
 
+@pytest.mark.slow
 def test_memory_does_not_grow_with_the_trial_rows(tmp_path: Path):
     small, large = tmp_path / "small.json", tmp_path / "large.json"
     _write_large_run(small, 20_000)

@@ -12,6 +12,8 @@ from rest_framework.test import APIClient
 
 from claimsdb.api.schema_rules import ENTITY_TAGS, NOT_BLANK
 
+from .support import api_client
+
 pytestmark = pytest.mark.django_db
 
 
@@ -73,9 +75,7 @@ def test_the_token_endpoint_documents_its_codes(schema):
     ],
 )
 def test_malformed_query_parameters_are_refused_not_ignored(seeded, reviewer, url):
-    client = APIClient()
-    client.force_authenticate(reviewer)
-    response = client.get(url)
+    response = api_client(reviewer).get(url)
     assert response.status_code == 400, response.content
     assert json.loads(response.content)["errors"][0]["code"] == "invalid"
 

@@ -14,7 +14,7 @@ from claimsdb.integrity import check_rules, verify_history
 from claimsdb.records import PermissionDenied, RuleViolations, record_document
 from claimsdb.services import bundle_load, case_update, rule_update
 
-from .conftest import load_seed_bundle
+from .support import load_seed_bundle
 
 pytestmark = pytest.mark.django_db
 
@@ -136,6 +136,7 @@ def apply_edit(user, edit) -> None:
     case_update(user=user, key=key, document=document, summary=f"{kind}")
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

@@ -25,43 +25,13 @@ from claimsdb.services import (
     rule_withdraw,
 )
 
-from .conftest import case_doc, new_case
+from .support import attribute, bundle_of, case_doc, new_case, relate
 
 pytestmark = pytest.mark.django_db
 
 FIGURE = "FIG-CP22-002-RESPONSES"
 RULE = "RULE-CP22-002-RESPONSES-NOT-CP22-003"
 SUPPORTS = {"source": "SRC-SGLANG-KV-TRANSFER-SAFETY", "relation": "supports", "locator": "§2"}
-
-
-def mirror(cases):
-    """List each symmetric relation on both cases of a bundle, as documents must."""
-    by_key = {c["key"]: c for c in cases}
-    for case in cases:
-        for relation in case["relations"]:
-            other = by_key.get(relation["case"])
-            if other is None or relation["kind"] not in {"same_event", "related_distinct"}:
-                continue
-            back = {"case": case["key"], "kind": relation["kind"], "note": relation["note"]}
-            if back not in other["relations"]:
-                other["relations"].append(back)
-    return cases
-
-
-def bundle_of(cases=(), rules=()):
-    cases = mirror([copy.deepcopy(c) for c in cases])
-    return {
-        "format": "claimsdb.bundle/1",
-        "methods": [],
-        "sources": [],
-        "cases": list(cases),
-        "rules": list(rules),
-    }
-
-
-def attribute(document, role="impact_basis", figure=FIGURE):
-    document["attributions"].append({"figure": figure, "role": role, "note": ""})
-    return document
 
 
 def grade(document, impact=2, claims=None):
@@ -85,12 +55,6 @@ def lab_figure(document, claim_id="CLM-CP22-003-B", scope="lab"):
             "claims": [claim_id],
         }
     )
-    return document
-
-
-def relate(document, other, kind):
-    document["relations"] = [r for r in document["relations"] if r["case"] != other]
-    document["relations"].append({"case": other, "kind": kind, "note": ""})
     return document
 
 

@@ -22,7 +22,7 @@ from claimsdb.rules.scope import bridge_hits, non_attribution_hits
 from claimsdb.services import bundle_load, case_update, writer
 from claimsdb.services.writer import RecordWrite, write_records
 
-from .conftest import load_seed_bundle, new_case
+from .support import load_seed_bundle, new_case
 
 pytestmark = pytest.mark.django_db
 
@@ -354,6 +354,7 @@ RANDOM_KNOWLEDGE_BASES = settings(
 )
 
 
+@pytest.mark.slow
 @RANDOM_KNOWLEDGE_BASES
 @given(st.data())
 def test_scoped_check_refuses_exactly_what_the_full_scan_refuses(reviewer, data):
@@ -412,6 +413,7 @@ def behind_the_services(draw, bundle: dict) -> None:
         )
 
 
+@pytest.mark.slow
 @RANDOM_KNOWLEDGE_BASES
 @given(st.data())
 def test_check_rules_scans_scope_in_batches_as_the_full_scan_does(reviewer, data):
@@ -688,6 +690,7 @@ def scope_scan_cost(reviewer, count: int) -> tuple[int, int]:
     return peak, len(queries)
 
 
+@pytest.mark.slow
 def test_the_scope_scan_holds_a_batch_and_costs_fixed_queries_per_batch(reviewer):
     # a first scan at the largest size fills the process's bounded caches (the driver's
     # statements, the ORM's) whatever ran before in this process, so that neither measured

@@ -25,7 +25,7 @@ from claimsdb.services import (
     source_update,
 )
 
-from .conftest import case_doc, new_case
+from .support import case_doc, new_case
 
 pytestmark = pytest.mark.django_db
 

@@ -192,7 +192,9 @@ def test_seen_from_the_claim_problems_elsewhere_name_the_case():
             RuleViolation("evidence.source_unknown", "inside", "claims[2].evidence[0].source"),
             RuleViolation("claim.id_taken", "another claim", "claims[20].id"),
             RuleViolation("figure.id_taken", "elsewhere", "figures[0]"),
-            RuleViolation("scope.relation_conflict", "another record", "relations[0]", "case CP22-002"),
+            RuleViolation(
+                "scope.relation_conflict", "another record", "relations[0]", "case CP22-002"
+            ),
         ],
         case_key=CASE,
         index=2,

@@ -10,21 +10,14 @@ from rest_framework.test import APIClient
 
 from claimsdb import signin
 
-from .conftest import make_user
+from .support import make_user
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_cache")]
 
 LOGIN = "/accounts/login/"
 TOKEN = "/api/v1/auth/token/"
 OFFICE = "203.0.113.7"
 ELSEWHERE = "198.51.100.9"
-
-
-@pytest.fixture(autouse=True)
-def fresh_counters():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 from claimsdb.integrity import check_rules, verify_history
 from claimsdb.records import bundle_document, dumps_pretty
 
-from .conftest import SEED_PATH
+from .support import SEED_PATH
 
 
 def test_seed_loads_and_exports_identically(seeded):

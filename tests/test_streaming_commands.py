@@ -12,11 +12,9 @@ import tracemalloc
 from collections.abc import Callable
 
 import pytest
-from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from claimsdb.importers.repro_results import ResultsImporter
 from claimsdb.integrity import (
@@ -46,10 +44,9 @@ from claimsdb.records.batched import case_documents
 from claimsdb.records.kinds import CASE
 from claimsdb.rules.context import DocumentContext, case_context
 from claimsdb.services import bundle_load
-from claimsdb.services.permissions import ROLES
 from claimsdb.services.releases import release_publish
 
-from .conftest import ROOT, SEED_PATH, case_doc, make_user
+from .support import ROOT, SEED_PATH, case_doc, make_user, queries_of
 
 pytestmark = pytest.mark.django_db
 
@@ -148,7 +145,7 @@ def test_batches_refuse_records_out_of_key_order():
         list(record_stream.in_key_order(batches))
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="collations are PostgreSQL's")
+@pytest.mark.postgres(reason="collations are PostgreSQL's")
 def test_export_sorts_by_code_point_under_a_language_collation(seeded, tmp_path, monkeypatch):
     monkeypatch.setattr(record_stream, "orders_bytewise", lambda queryset: False)
     out = tmp_path / "export.json"
@@ -289,12 +286,6 @@ def test_memory_follows_the_batch_size_not_the_records(seeded, seed_bundle, revi
         assert large_peaks[name] <= 1.5 * small_peaks[name], (name, small_peaks, large_peaks)
 
 
-def queries(command: Callable[[], object]) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        command()
-    return len(captured)
-
-
 # Queries one more batch of cases (and of their revisions, and release entries) costs: the
 # case rows and ten for their related rows (both directions of relations in one);
 # verify_history adds the batch's latest snapshots (its revisions stream through one query,
@@ -319,7 +310,7 @@ def test_queries_per_batch_are_fixed(seeded, seed_bundle, reviewer, tmp_path):
         added = batches * BATCH - 2
         release_publish(user=reviewer, notes=str(batches))
         for name, command in commands(tmp_path).items():
-            counts[name].append(queries(command))
+            counts[name].append(queries_of(command))
     for name, (one, two, three) in counts.items():
         assert two - one == three - two == PER_BATCH[name], (name, counts[name])
 
@@ -410,16 +401,7 @@ def test_the_release_download_is_the_release_export_streamed(seeded, reviewer, t
 # --- one snapshot (PostgreSQL) ---------------------------------------------------------------
 
 
-@pytest.fixture
-def roles_kept(django_db_setup, django_db_blocker):
-    """Puts the role groups back after a transactional test's flush, for the tests after."""
-    yield
-    with django_db_blocker.unblock():
-        for role in ROLES:
-            Group.objects.get_or_create(name=role)
-
-
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite reads batch by batch")
+@pytest.mark.postgres(reason="SQLite reads batch by batch")
 def test_a_write_made_while_a_command_reads_is_not_seen(
     roles_kept, transactional_db, seed_bundle, tmp_path
 ):

@@ -10,7 +10,7 @@ from claimsdb.integrity import check_rules, verify_history
 from claimsdb.models import Attribution, Case, Claim, EvidenceLink, Relation, Revision, ScopeRule
 from claimsdb.records import parse_bundle
 
-from .conftest import load_seed_bundle
+from .support import load_seed_bundle
 
 
 def test_method_is_the_seeds():

@@ -3,43 +3,23 @@ refusals are shown at the field the violation's path points to, with the input k
 
 from __future__ import annotations
 
-import pytest
-
-from claimsdb.models import Attribution, Case, Claim, Revision
+from claimsdb.models import Attribution, Case, Claim
 from claimsdb.records import record_document
 
-from .test_web_support import (
+from .support import (
     edit_form,
     field_block,
+    latest_revision,
     page_forms,
     revision_count,
     signed_in,
+    submit,
     text_of,
 )
 
 CASE = "CP22-003"
 FORBIDDEN_FIGURE = "FIG-CP22-002-RESPONSES"
 SOURCE = "SRC-SGLANG-KV-TRANSFER-SAFETY"
-
-
-def submit(client, url, changes=None, **named):
-    """Open ``url``, change some fields of its save form, and submit it."""
-    form = edit_form(client.get(url).content.decode())
-    return client.post(form.action or url, form.data(changes, **named))
-
-
-def latest(kind="case", key=CASE) -> Revision:
-    return Revision.objects.filter(record_kind=kind, record_key=key).order_by("-number").first()
-
-
-@pytest.fixture
-def analyst_client(seeded, analyst):
-    return signed_in(analyst)
-
-
-@pytest.fixture
-def reviewer_client(seeded, reviewer):
-    return signed_in(reviewer)
 
 
 # --- the forbidden attribution (the seed's rule) ----------------------------------------------
@@ -115,7 +95,7 @@ def test_edit_case_fields_writes_one_revision(analyst_client, analyst):
     assert response.status_code == 302
     assert response["Location"] == f"/cases/{CASE}/"
     assert revision_count() == before + 1
-    revision = latest()
+    revision = latest_revision("case", CASE)
     assert revision.summary == "Sharpen the lede"
     assert revision.material is False
     assert revision.author == analyst
@@ -158,7 +138,7 @@ def test_new_case_and_taken_key(analyst_client):
     )
     assert response.status_code == 302
     assert Case.objects.filter(key="CP22-004", status="draft").exists()
-    assert latest(key="CP22-004").action == "create"
+    assert latest_revision("case", "CP22-004").action == "create"
     response = submit(
         analyst_client,
         "/cases/new/",
@@ -367,7 +347,7 @@ def test_move_claims_up_and_down(analyst_client):
     assert response.status_code == 302
     ids = [c["id"] for c in record_document("case", CASE)["claims"]]
     assert ids == ["CLM-CP22-003-A", "CLM-ENRICH-20261028-014", "CLM-CP22-003-B"]
-    assert latest().material is False  # reordering is editorial by default
+    assert latest_revision("case", CASE).material is False  # reordering is editorial by default
     page = analyst_client.get(f"/cases/{CASE}/claims/").content.decode()
     (form,) = [f for f in page_forms(page) if f.method == "post" and "summary" in f.names()]
     response = analyst_client.post(
@@ -388,7 +368,7 @@ def test_withdraw_a_claim(analyst_client):
     claim = Claim.objects.get(claim_id="CLM-CP22-003-A")
     assert claim.status == "withdrawn"
     assert claim.status_note == "The report was retracted."
-    assert latest().summary == "Withdraw claim CLM-CP22-003-A"
+    assert latest_revision("case", CASE).summary == "Withdraw claim CLM-CP22-003-A"
     html = analyst_client.get(f"/cases/{CASE}/").content.decode()
     assert 'class="claim withdrawn"' in html
 
@@ -780,10 +760,7 @@ def test_stale_claim_withdrawal_and_move_are_refused_with_the_other_change(
 
 
 def test_csrf_is_required(seeded, analyst):
-    from django.test import Client
-
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(analyst)
+    client = signed_in(analyst, enforce_csrf_checks=True)
     before = revision_count()
     form = edit_form(client.get(f"/cases/{CASE}/edit/").content.decode())
     data = form.data({"case-title": "CSRF", "summary": "x"})

@@ -7,10 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.db import connection
 from django.http import QueryDict
 from django.template import Context, Template
-from django.test.utils import CaptureQueriesContext
 
 from claimsdb.models import Revision, Source
 from claimsdb.records import record_document
@@ -18,8 +16,15 @@ from claimsdb.services import record_create
 from claimsdb.web import stash
 from claimsdb.web.editing import ROWS_MAX, with_blank_row
 
-from .conftest import new_case
-from .test_web_support import edit_form, field_block, revision_count, signed_in, text_of
+from .support import (
+    edit_form,
+    field_block,
+    get_queries,
+    new_case,
+    revision_count,
+    signed_in,
+    text_of,
+)
 
 CASE = "CP22-003"
 NEW_CLAIM = f"/cases/{CASE}/claims/new/"
@@ -243,15 +248,9 @@ def test_the_attribution_form_lists_barred_figures_with_rule_links(client):
     assert 'class="barred"' not in other
 
 
-def queries(client, url: str) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        assert client.get(url).status_code == 200
-    return len(captured)
-
-
 def test_barred_figure_marks_take_a_fixed_number_of_queries(client, reviewer):
     client.get(ATTRIBUTIONS)  # the session is loaded once
-    before = queries(client, ATTRIBUTIONS)
+    before = get_queries(client, ATTRIBUTIONS)
     figures = [
         {
             "id": f"FIG-CP99-001-N{n}",
@@ -278,7 +277,7 @@ def test_barred_figure_marks_take_a_fixed_number_of_queries(client, reviewer):
         record_create(kind="rule", document=rule, user=reviewer, summary="s")
     html = client.get(ATTRIBUTIONS).content.decode()
     assert html.count("— barred by RULE-CP99-001-N") == 2 * rows_of(html, "attributions")
-    assert queries(client, ATTRIBUTIONS) == before
+    assert get_queries(client, ATTRIBUTIONS) == before
 
 
 def test_a_refusal_links_the_rule_that_refused_it(client):

@@ -10,18 +10,23 @@ from claimsdb.models import Revision
 from claimsdb.records import record_document
 from claimsdb.services import bundle_load, record_update, rule_update, rule_withdraw
 
-from .test_web_support import edit_form, page_forms, revision_count, signed_in, text_of
+from .support import (
+    attribute,
+    bundle_of,
+    case_doc,
+    edit_form,
+    page_forms,
+    relate,
+    revision_count,
+    revision_numbers,
+    signed_in,
+    submit,
+    text_of,
+)
 
 CASE = "CP22-003"
 SOURCE = "SRC-SGLANG-KV-TRANSFER-SAFETY"
-
-
-def numbers(kind="case", key=CASE) -> list[int]:
-    return list(
-        Revision.objects.filter(record_kind=kind, record_key=key)
-        .order_by("number")
-        .values_list("number", flat=True)
-    )
+RULE = "RULE-CP22-002-RESPONSES-NOT-CP22-003"
 
 
 @pytest.fixture
@@ -49,7 +54,7 @@ def edited(seeded, analyst):
     record_update(
         kind="case", key=CASE, document=document, user=analyst, summary="Add C", material=False
     )
-    return numbers()
+    return revision_numbers("case", CASE)
 
 
 def test_history_lists_every_revision_with_links(edited, viewer):
@@ -132,7 +137,7 @@ def drafted(seeded, analyst, reviewer):
     document = record_document("case", CASE)
     document["status"] = "draft"
     record_update(kind="case", key=CASE, document=document, user=analyst, summary="Draft")
-    draft = numbers()[-1]
+    draft = revision_numbers("case", CASE)[-1]
     document = record_document("case", CASE)
     document["status"] = "ready"
     for letter in ("X", "Y"):
@@ -177,7 +182,7 @@ def test_preview_says_a_status_change_and_the_claims_removed_in_words(drafted, r
 
 
 def test_preview_says_claims_restored(drafted, analyst, reviewer):
-    seed = numbers()[0]
+    seed = revision_numbers("case", CASE)[0]
     document = record_document("case", CASE)
     document["claims"] = [c for c in document["claims"] if c["id"] != "CLM-CP22-003-B"]
     document["assessments"][0]["evidence_basis"]["claims"].remove("CLM-CP22-003-B")
@@ -210,7 +215,7 @@ def test_stale_revert_is_refused_and_changes_nothing(edited, reviewer, analyst):
     document = record_document("case", CASE)
     document["summary"] = "Changed meanwhile"
     record_update(kind="case", key=CASE, document=document, user=analyst, summary="Meanwhile")
-    meanwhile = numbers()[-1]
+    meanwhile = revision_numbers("case", CASE)[-1]
     before = revision_count()
     response = client.post(form.action, form.data(summary="Back, having looked"))
     assert response.status_code == 409
@@ -250,15 +255,11 @@ def test_editorial_revert_is_recorded_as_editorial(edited, reviewer):
 
 
 def test_revert_refused_by_todays_rules_is_shown_on_the_preview(seeded, reviewer):
-    from tests.test_scope_rules import RULE, attribute, bundle_of, relate
-
-    from .conftest import case_doc
-
     rule_withdraw(user=reviewer, key=RULE, summary="Withdraw")
     cp3 = attribute(relate(case_doc(seeded, "CP22-003"), "CP22-002", "same_event"), "context")
     cp2 = relate(case_doc(seeded, "CP22-002"), "CP22-003", "same_event")
     bundle_load(user=reviewer, bundle=bundle_of(cases=[cp2, cp3]), summary="Merge events")
-    merged = numbers()[-1]
+    merged = revision_numbers("case", CASE)[-1]
     bundle_load(
         user=reviewer,
         bundle=bundle_of(cases=[case_doc(seeded, "CP22-002"), case_doc(seeded, "CP22-003")]),
@@ -345,7 +346,7 @@ def test_an_added_assessment_renders_its_values_and_evidence_basis(edited, analy
     assessment = dict(document["assessments"][0], assessed_on="2026-11-30")
     document["assessments"].append(assessment)
     record_update(kind="case", key=CASE, document=document, user=analyst, summary="Reassess")
-    third, fourth = numbers()[-2:]
+    third, fourth = revision_numbers("case", CASE)[-2:]
     html = signed_in(viewer).get(f"/cases/{CASE}/diff/{third}/{fourth}/").content.decode()
     row = html.split('<code class="path">assessments[1]</code>', 1)[1].split("</tr>\n")[0]
     assert "{" not in row and "&quot;" not in row
@@ -356,25 +357,23 @@ def test_an_added_assessment_renders_its_values_and_evidence_basis(edited, analy
 
 
 def test_source_rule_and_method_revisions_and_diffs(seeded, analyst, viewer):
-    from tests.test_web_editing import submit
-
     submit(
         signed_in(analyst),
         "/sources/SRC-SGLANG-PR-35049/edit/",
         {"source-title": "sgl-project/sglang #35049: deferred release", "summary": "Shorter"},
     )
-    first, second = numbers("source", "SRC-SGLANG-PR-35049")
+    first, second = revision_numbers("source", "SRC-SGLANG-PR-35049")
     client = signed_in(viewer)
     html = client.get(f"/sources/SRC-SGLANG-PR-35049/revisions/{first}/").content.decode()
     assert "until outstanding transfers finish" in html
     html = client.get(f"/sources/SRC-SGLANG-PR-35049/diff/{first}/{second}/").content.decode()
     assert "<del>" in html and "deferred release" in html
-    (rule,) = numbers("rule", "RULE-CP22-002-RESPONSES-NOT-CP22-003")
+    (rule,) = revision_numbers("rule", "RULE-CP22-002-RESPONSES-NOT-CP22-003")
     html = client.get(
         f"/rules/RULE-CP22-002-RESPONSES-NOT-CP22-003/revisions/{rule}/"
     ).content.decode()
     assert "FIG-CP22-002-RESPONSES" in html
-    (method,) = numbers("method", "diggingbeagle.assessment/1")
+    (method,) = revision_numbers("method", "diggingbeagle.assessment/1")
     html = client.get(f"/methods/diggingbeagle.assessment/1/revisions/{method}/").content.decode()
     assert "research demonstration" in html
 
@@ -384,7 +383,7 @@ def test_conflict_then_edit_form_keeps_working(seeded, analyst):
     base revision being carried)."""
     client = signed_in(analyst)
     html = client.get(f"/cases/{CASE}/edit/").content.decode()
-    assert edit_form(html).data()["base_revision"] == [str(numbers()[-1])]
+    assert edit_form(html).data()["base_revision"] == [str(revision_numbers("case", CASE)[-1])]
 
 
 def test_revert_effects_in_words():
@@ -421,15 +420,13 @@ def test_revert_effects_in_words():
 
 
 def test_source_revert_is_previewed_and_confirmed(seeded, analyst, reviewer):
-    from tests.test_web_editing import submit
-
     key = "SRC-SGLANG-PR-35049"
     submit(
         signed_in(analyst),
         f"/sources/{key}/edit/",
         {"source-title": "sgl-project/sglang #35049: deferred release", "summary": "Shorter"},
     )
-    first, _second = numbers("source", key)
+    first, _second = revision_numbers("source", key)
     client = signed_in(reviewer)
     page = client.get(f"/sources/{key}/revisions/{first}/").content.decode()
     assert f'href="/sources/{key}/revisions/{first}/revert/"' in page
@@ -442,7 +439,7 @@ def test_source_revert_is_previewed_and_confirmed(seeded, analyst, reviewer):
 
 
 def test_method_revert_preview_opens_for_a_key_with_a_slash(seeded, reviewer):
-    (number,) = numbers("method", "diggingbeagle.assessment/1")
+    (number,) = revision_numbers("method", "diggingbeagle.assessment/1")
     url = f"/methods/diggingbeagle.assessment/1/revisions/{number}/revert/"
     html = signed_in(reviewer).get(url).content.decode()
     assert "a revert would change nothing" in text_of(html)

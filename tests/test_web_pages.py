@@ -5,9 +5,17 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from claimsdb.models import Revision
-
-from .test_web_support import edit_form, page_forms, revision_count, signed_in
+from .support import (
+    ALL_EDIT_PAGES,
+    ANALYST_PAGES,
+    REVIEWER_PAGES,
+    case_doc,
+    edit_form,
+    page_forms,
+    revision_count,
+    revision_numbers,
+    signed_in,
+)
 
 CASE = "CP22-003"
 SOURCE = "SRC-SGLANG-KV-TRANSFER-SAFETY"
@@ -16,19 +24,11 @@ METHOD = "diggingbeagle.assessment/1"
 CLAIM = "CLM-CP22-003-A"
 
 
-def revisions_of(kind: str, key: str) -> list[int]:
-    return list(
-        Revision.objects.filter(record_kind=kind, record_key=key)
-        .order_by("number")
-        .values_list("number", flat=True)
-    )
-
-
 def reading_urls() -> list[str]:
-    (case_revision,) = revisions_of("case", CASE)
-    (source_revision,) = revisions_of("source", SOURCE)
-    (rule_revision,) = revisions_of("rule", RULE)
-    (method_revision,) = revisions_of("method", METHOD)
+    (case_revision,) = revision_numbers("case", CASE)
+    (source_revision,) = revision_numbers("source", SOURCE)
+    (rule_revision,) = revision_numbers("rule", RULE)
+    (method_revision,) = revision_numbers("method", METHOD)
     return [
         "/cases/",
         "/cases/?status=ready&tag=rdma&a.setting=research_demonstration",
@@ -51,33 +51,6 @@ def reading_urls() -> list[str]:
         f"/methods/{METHOD}/history/",
         f"/methods/{METHOD}/revisions/{method_revision}/",
     ]
-
-
-ANALYST_PAGES = [
-    "/cases/new/",
-    f"/cases/{CASE}/edit/",
-    f"/cases/{CASE}/claims/",
-    f"/cases/{CASE}/claims/new/",
-    f"/cases/{CASE}/claims/{CLAIM}/edit/",
-    f"/cases/{CASE}/claims/{CLAIM}/withdraw/",
-    f"/cases/{CASE}/assessments/new/",
-    f"/cases/{CASE}/assessments/1/edit/",
-    f"/cases/{CASE}/figures/edit/",
-    f"/cases/{CASE}/attributions/edit/",
-    f"/cases/{CASE}/relations/edit/",
-    f"/cases/{CASE}/controls/edit/",
-    f"/cases/{CASE}/unknowns/edit/",
-    "/sources/new/",
-    f"/sources/{SOURCE}/edit/",
-]
-REVIEWER_PAGES = [
-    "/rules/new/",
-    f"/rules/{RULE}/edit/",
-    "/methods/new/",
-    f"/methods/{METHOD}/edit/",
-    f"/methods/new/?from={METHOD}",
-]
-ALL_EDIT_PAGES = ANALYST_PAGES + REVIEWER_PAGES
 
 
 def test_start_page_for_anonymous_visitors_offers_sign_in_and_no_data(client, seeded):
@@ -165,7 +138,7 @@ def test_viewers_see_no_edit_controls(seeded, viewer):
         assert [
             f for f in page_forms(html) if f.method == "post" and "logout" not in f.action
         ] == []
-    (number,) = revisions_of("case", CASE)
+    (number,) = revision_numbers("case", CASE)
     html = client.get(f"/cases/{CASE}/revisions/{number}/").content.decode()
     assert "/revert/" not in html
 
@@ -194,7 +167,7 @@ def test_missing_records_are_404(seeded, viewer, analyst):
     ]:
         assert client.get(url).status_code == 404, url
     # a revision of another record is not a revision of this one
-    (other,) = revisions_of("case", "CP22-002")
+    (other,) = revision_numbers("case", "CP22-002")
     assert client.get(f"/cases/{CASE}/revisions/{other}/").status_code == 404
 
 
@@ -218,7 +191,7 @@ def test_denied_posts_change_nothing(request, seeded, reviewer, role, urls):
         data = form.data(summary="Should never be saved")
         response = client.post(form.action or url, data)
         assert response.status_code == 403, url
-    (number,) = revisions_of("case", CASE)
+    (number,) = revision_numbers("case", CASE)
     response = client.post(
         f"/cases/{CASE}/revisions/{number}/revert/", {"summary": "no", "base_revision": number}
     )
@@ -241,10 +214,8 @@ def test_anonymous_posts_change_nothing(client, seeded):
 
 
 def test_record_json_is_the_canonical_document(seeded, viewer, seed_bundle):
-    from .conftest import case_doc
-
     response = signed_in(viewer).get(f"/cases/{CASE}/record.json")
     assert response["Content-Type"].startswith("application/json")
     assert response.json() == case_doc(seed_bundle, CASE)
-    (number,) = revisions_of("case", CASE)
+    (number,) = revision_numbers("case", CASE)
     assert response["ETag"] == f'"{number}"'

@@ -17,8 +17,7 @@ from claimsdb.services.releases import release_publish
 from claimsdb.web import pagination
 
 from .repro_examples import VALID_SMALL
-from .test_web_queries import make_case
-from .test_web_support import signed_in
+from .support import make_case, signed_in
 
 pytestmark = pytest.mark.django_db
 

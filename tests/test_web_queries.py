@@ -2,62 +2,17 @@
 
 from __future__ import annotations
 
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
-
 from claimsdb import public
 from claimsdb.models import Revision
 from claimsdb.records import record_document
-from claimsdb.services import record_create, record_update
+from claimsdb.services import record_update
 from claimsdb.services.releases import release_publish
 
-from .test_web_support import signed_in
-
-SOURCES = ["SRC-SGLANG-KV-TRANSFER-SAFETY", "SRC-SGLANG-PR-35049", "SRC-SGLANG-ISSUE-24527"]
-
-
-def claim(case_key: str, n: int, links: int) -> dict:
-    return {
-        "id": f"CLM-{case_key}-N{n}",
-        "statement": f"Claim number {n} of {case_key}.",
-        "status": "supported",
-        "status_note": "",
-        "basis": "reported_finding",
-        "origin": "human",
-        "evidence": [
-            {"source": SOURCES[i % len(SOURCES)], "relation": "supports", "locator": f"part {i}"}
-            for i in range(links)
-        ],
-    }
-
-
-def make_case(user, key: str, claims: int, links: int) -> None:
-    document = record_document("case", "CP22-003")
-    document.update(
-        key=key,
-        title=f"Case {key}",
-        claims=[claim(key, n, links) for n in range(claims)],
-        relations=[],
-        figures=[],
-        attributions=[],
-    )
-    for assessment in document["assessments"]:
-        assessment["evidence_basis"]["claims"] = [c["id"] for c in document["claims"][:2]]
-    record_create(kind="case", document=document, user=user, summary=f"{key} for counting")
-    document = record_document("case", key)
-    document["summary"] = "Edited once, so it has a history of two revisions."
-    record_update(kind="case", key=key, document=document, user=user, summary="second")
+from .support import get_queries, make_case, signed_in
 
 
 def numbers(key: str) -> list[int]:
     return sorted(Revision.objects.filter(record_key=key).values_list("number", flat=True))
-
-
-def count(client, url: str) -> int:
-    with CaptureQueriesContext(connection) as queries:
-        response = client.get(url)
-    assert response.status_code == 200, url
-    return len(queries)
 
 
 def test_record_page_queries_do_not_grow_with_claims_and_links(seeded, reviewer, viewer):
@@ -66,26 +21,26 @@ def test_record_page_queries_do_not_grow_with_claims_and_links(seeded, reviewer,
     client = signed_in(viewer)
     client.get("/")  # the session is loaded once
     for page in ("/cases/{}/", "/cases/{}/history/", "/cases/{}/record.json"):
-        small = count(client, page.format("SMALL-1"))
-        big = count(client, page.format("BIG-1"))
+        small = get_queries(client, page.format("SMALL-1"))
+        big = get_queries(client, page.format("BIG-1"))
         assert small == big, (page, small, big)
         print(f"{page.format('…')}: {small} queries for 2 claims, {big} for 40 claims × 3 links")
     small_numbers = numbers("SMALL-1")
     big_numbers = numbers("BIG-1")
-    assert count(client, f"/cases/SMALL-1/revisions/{small_numbers[0]}/") == count(
+    assert get_queries(client, f"/cases/SMALL-1/revisions/{small_numbers[0]}/") == get_queries(
         client, f"/cases/BIG-1/revisions/{big_numbers[0]}/"
     )
-    assert count(client, f"/cases/SMALL-1/diff/{small_numbers[0]}/{small_numbers[1]}/") == count(
-        client, f"/cases/BIG-1/diff/{big_numbers[0]}/{big_numbers[1]}/"
-    )
+    assert get_queries(
+        client, f"/cases/SMALL-1/diff/{small_numbers[0]}/{small_numbers[1]}/"
+    ) == get_queries(client, f"/cases/BIG-1/diff/{big_numbers[0]}/{big_numbers[1]}/")
     # the revert preview reads the record now and the revision: as many queries either way
     reviewing = signed_in(reviewer)
     reviewing.get("/")
-    small = count(reviewing, f"/cases/SMALL-1/revisions/{small_numbers[0]}/revert/")
-    big = count(reviewing, f"/cases/BIG-1/revisions/{big_numbers[0]}/revert/")
+    small = get_queries(reviewing, f"/cases/SMALL-1/revisions/{small_numbers[0]}/revert/")
+    big = get_queries(reviewing, f"/cases/BIG-1/revisions/{big_numbers[0]}/revert/")
     assert small == big, ("revert preview", small, big)
     # and the number is small
-    assert count(client, "/cases/BIG-1/") <= 30
+    assert get_queries(client, "/cases/BIG-1/") <= 30
 
 
 def test_list_queries_do_not_grow_with_cases(seeded, reviewer, viewer):
@@ -99,10 +54,10 @@ def test_list_queries_do_not_grow_with_cases(seeded, reviewer, viewer):
         "/methods/",
         "/?q=cache",  # hits at both sizes: a search with none runs one query fewer
     ]
-    few = {page: count(client, page) for page in pages}
+    few = {page: get_queries(client, page) for page in pages}
     for n in range(6):
         make_case(reviewer, f"MANY-{n}", claims=5, links=3)
-    many = {page: count(client, page) for page in pages}
+    many = {page: get_queries(client, page) for page in pages}
     assert few == many
     print(few)
 
@@ -113,16 +68,16 @@ def test_public_record_page_queries_do_not_grow_with_claims_and_links(seeded, re
     make_case(reviewer, "BIG-1", claims=40, links=3)
     release_publish(user=reviewer, notes="For counting")
     for page in ("/cases/{}/", "/cases/{}/history/", "/cases/{}/record.json"):
-        small = count(client, page.format("SMALL-1"))
-        big = count(client, page.format("BIG-1"))
+        small = get_queries(client, page.format("SMALL-1"))
+        big = get_queries(client, page.format("BIG-1"))
         assert small == big, (page, small, big)
         print(f"anonymous {page.format('…')}: {small} queries for 2 claims, {big} for 40 × 3")
     small = public.released_revision("case", "SMALL-1").number
     big = public.released_revision("case", "BIG-1").number
-    assert count(client, f"/cases/SMALL-1/revisions/{small}/") == count(
+    assert get_queries(client, f"/cases/SMALL-1/revisions/{small}/") == get_queries(
         client, f"/cases/BIG-1/revisions/{big}/"
     )
-    assert count(client, "/cases/BIG-1/") <= 30
+    assert get_queries(client, "/cases/BIG-1/") <= 30
 
 
 def test_public_list_queries_do_not_grow_with_cases(seeded, reviewer, client):
@@ -136,11 +91,11 @@ def test_public_list_queries_do_not_grow_with_cases(seeded, reviewer, client):
         "/?q=cache",  # hits at both sizes: a search with none runs one query fewer
         "/",
     ]
-    few = {page: count(client, page) for page in pages}
+    few = {page: get_queries(client, page) for page in pages}
     for n in range(6):
         make_case(reviewer, f"MANY-{n}", claims=5, links=3)
     release_publish(user=reviewer, notes="2")
-    many = {page: count(client, page) for page in pages}
+    many = {page: get_queries(client, page) for page in pages}
     assert few == many
     assert "MANY-5" in client.get("/cases/").content.decode()
     print(few)
@@ -211,15 +166,15 @@ def test_paged_list_queries_are_the_same_on_every_page_and_size(
     ]
 
     def measure() -> dict:
-        counts = {url: count(viewer_client, url) for url in working}
-        counts.update({f"public {url}": count(client, url) for url in public_pages})
+        counts = {url: get_queries(viewer_client, url) for url in working}
+        counts.update({f"public {url}": get_queries(client, url) for url in public_pages})
         return counts
 
     few = measure()
-    few["release"] = count(client, f"/releases/{small_release}/?unchanged_page=2")
+    few["release"] = get_queries(client, f"/releases/{small_release}/?unchanged_page=2")
     large_release = grow(reviewer, 3, cases=6, edits=8)
     many = measure()
-    many["release"] = count(client, f"/releases/{large_release}/?unchanged_page=3")
+    many["release"] = get_queries(client, f"/releases/{large_release}/?unchanged_page=3")
     assert few == many
     # the two pages of one list cost the same
     assert few["/cases/"] == few["/cases/?page=2"]

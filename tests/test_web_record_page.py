@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from claimsdb.models import Revision
 
-from .test_web_support import signed_in, text_of
+from .support import signed_in, text_of
 
 SECTIONS = [
     "Scope",

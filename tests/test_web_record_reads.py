@@ -8,8 +8,6 @@ import html as html_module
 import re
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from claimsdb import release_facets
 from claimsdb.models import Claim, Revision
@@ -18,18 +16,13 @@ from claimsdb.selectors import revisions
 from claimsdb.services import claim_withdraw, record_create, record_update
 from claimsdb.services.releases import release_publish
 
-from .test_web_support import edit_form, field_block, revision_count, signed_in, text_of
+from .support import edit_form, field_block, get_queries, revision_count, signed_in, text_of
 
 CASE = "CP22-003"
 CLAIM = "CLM-CP22-003-A"
 SOURCE = "SRC-SGLANG-KV-TRANSFER-SAFETY"
 NARRATIVE_START = "The SGLang team reproduces stale RDMA writes into recycled KV slots"
 REASON_START = "Impact is left ungraded because a calibrated 0-to-4 impact basis"
-
-
-@pytest.fixture
-def analyst_client(seeded, analyst):
-    return signed_in(analyst)
 
 
 def visible(html: str) -> str:
@@ -206,9 +199,7 @@ def test_withdrawal_dates_take_a_fixed_number_of_queries(seeded, analyst, viewer
     client.get("/")
 
     def queries() -> int:
-        with CaptureQueriesContext(connection) as captured:
-            assert client.get(f"/cases/{CASE}/").status_code == 200
-        return len(captured)
+        return get_queries(client, f"/cases/{CASE}/")
 
     one = queries()
     for claim_id in ("CLM-CP22-003-B", "CLM-ENRICH-20261028-014"):

@@ -25,9 +25,7 @@ from claimsdb.services import (
 from claimsdb.services.releases import release_publish
 from claimsdb.services.search_index import index_release_entries
 
-from .conftest import new_case
-from .test_releases import edit_case
-from .test_web_support import assert_inert, signed_in, text_of
+from .support import assert_inert, edit_case, get_queries, new_case, signed_in, text_of
 
 
 def test_search_finds_cases_claims_and_sources(seeded, viewer):
@@ -76,9 +74,8 @@ def test_case_list_shows_profile_labels(seeded, viewer):
 
 # --- the search index: ranking, highlighting, the write path, releases, pages -------------
 
-POSTGRESQL_ONLY = pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="full-text ranking, ts_headline and the GIN index exist on PostgreSQL only",
+POSTGRESQL_ONLY = pytest.mark.postgres(
+    reason="full-text ranking, ts_headline and the GIN index exist on PostgreSQL only"
 )
 
 
@@ -364,12 +361,6 @@ def test_results_page_in_a_stable_order_with_counts(seeded, analyst, viewer):
     assert "1–20 of 25" in html and 'href="?q=wombat&amp;kind=claim&amp;page=2"' in html
 
 
-def count_queries(client, url: str) -> int:
-    with CaptureQueriesContext(connection) as queries:
-        assert client.get(url).status_code == 200
-    return len(queries)
-
-
 @pytest.mark.parametrize("released", [False, True])
 def test_a_results_page_runs_the_same_queries_at_two_sizes(
     seeded, analyst, reviewer, viewer, client, released
@@ -394,9 +385,9 @@ def test_a_results_page_runs_the_same_queries_at_two_sizes(
     visitor.get("/")
     add(0, 15)
     urls = ["/?q=wombat", "/?q=wombat&page=2", "/?q=wombat&kind=claim", "/?q=CP99-001"]
-    few = {url: count_queries(visitor, url) for url in urls}
+    few = {url: get_queries(visitor, url) for url in urls}
     add(15, 45)
-    many = {url: count_queries(visitor, url) for url in urls}
+    many = {url: get_queries(visitor, url) for url in urls}
     assert few == many, (few, many)
     assert search.search("wombat", released=released).counts["case"] == 60
 

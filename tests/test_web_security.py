@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.test import Client
 
-from .test_web_support import signed_in
+from .support import ALL_EDIT_PAGES, page_forms, signed_in
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -35,9 +35,6 @@ def test_no_template_has_inline_script_style_or_handlers():
 
 
 def test_every_post_form_carries_a_csrf_token(seeded, reviewer):
-    from .test_web_pages import ALL_EDIT_PAGES
-    from .test_web_support import page_forms
-
     client = signed_in(reviewer)
     for url in [*ALL_EDIT_PAGES, "/cases/CP22-003/", "/cases/CP22-003/claims/"]:
         for form in page_forms(client.get(url).content.decode()):

@@ -10,7 +10,7 @@ from claimsdb.records import record_document
 from claimsdb.services import record_create, record_update
 from claimsdb.web.markdown import render_markdown
 
-from .test_web_support import assert_inert, signed_in
+from .support import assert_inert, signed_in, submit
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -248,8 +248,6 @@ def test_hostile_text_is_shown_as_text(hostile, reviewer):
 
 def test_refused_hostile_input_is_inert_when_shown_back(hostile, analyst):
     """A refused save shows the analyst's input and the rule's reason again: both escaped."""
-    from .test_web_editing import submit
-
     response = submit(
         signed_in(analyst),
         f"/cases/{CASE}/attributions/edit/",

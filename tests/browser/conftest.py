@@ -1,8 +1,10 @@
 """Browser tests: Playwright's sync API driving Debian's Chromium against ``live_server``.
 
+They carry the ``browser`` marker: ``pytest -m "not browser"`` runs the suite without them.
 They are skipped only when /usr/bin/chromium is missing and CI is not set; in CI they
 always run (CI installs Debian's ``chromium`` package). Playwright never downloads a browser
-here: it is pointed at the system one.
+here: it is pointed at the system one. Their page helpers (signing in, artifacts) are in
+tests/support.py.
 """
 
 from __future__ import annotations
@@ -29,17 +31,20 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "artifacts"
+HERE = Path(__file__).resolve().parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(config, items):
-    if CHROMIUM.exists() or os.environ.get("CI"):
-        return
+    """Every test here is marked ``browser`` (``-m "not browser"`` leaves them out), and
+    skipped where there is no Chromium to drive."""
+    runnable = CHROMIUM.exists() or bool(os.environ.get("CI"))
     skip = pytest.mark.skip(reason="no /usr/bin/chromium (apt-get install chromium)")
     for item in items:
-        if "tests/browser/" in str(item.fspath).replace(os.sep, "/"):
-            item.add_marker(skip)
+        if HERE in Path(item.fspath).resolve().parents:
+            item.add_marker(pytest.mark.browser)
+            if not runnable:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +68,7 @@ def seeded_site(django_db_serialized_rollback, transactional_db, live_server):
     from django.contrib.auth.models import Group
 
     from claimsdb.services import bundle_load
-    from tests.conftest import load_seed_bundle, make_user
+    from tests.support import load_seed_bundle, make_user
 
     for role in ("viewer", "analyst", "reviewer"):
         Group.objects.get_or_create(name=role)
@@ -100,32 +105,3 @@ def new_page(browser):
     yield make
     for context in contexts:
         context.close()
-
-
-def sign_in(page, base_url: str, username: str) -> None:
-    page.goto(f"{base_url}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", f"pw-{username}")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base_url}/")
-
-
-def artifact(name: str) -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    return ARTIFACTS / name
-
-
-def add_claim(page, base_url: str, case: str, statement: str, summary: str) -> None:
-    """Adds a supported claim citing the seed's SGLang pull request, through the claim form."""
-    import re
-
-    page.goto(f"{base_url}/cases/{case}/claims/new/")
-    page.fill("#id_claim-statement", statement)
-    page.select_option("#id_claim-status", "supported")
-    page.select_option("#id_claim-basis", "reported_finding")
-    page.select_option("#id_evidence-0-source", "SRC-SGLANG-PR-35360")
-    page.select_option("#id_evidence-0-relation", "supports")
-    page.fill("#id_evidence-0-locator", "PR description")
-    page.fill("#id_summary", summary)
-    page.get_by_role("button", name="Save").click()
-    page.wait_for_url(re.compile(rf"/cases/{case}/#claims$"))

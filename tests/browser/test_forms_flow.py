@@ -7,8 +7,7 @@ import re
 
 from claimsdb.models import Revision
 from claimsdb.records import record_document
-
-from .conftest import artifact, sign_in
+from tests.support import artifact, sign_in
 
 CASE = "CP22-003"
 RULE = "RULE-CP22-002-RESPONSES-NOT-CP22-003"

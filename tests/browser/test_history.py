@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from claimsdb.models import Revision
 from claimsdb.records import record_document
-
-from .conftest import artifact, sign_in
+from tests.support import artifact, sign_in
 
 CASE = "CP22-003"
 

@@ -3,24 +3,17 @@ runs on the claim cards, and the import pages and record page at desktop and pho
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from django.contrib.auth.models import User
 
 from claimsdb.importers.repro_results import ResultsImporter
 from claimsdb.models import ImportReport, ReproductionRun
 from tests.repro_examples import VALID_SMALL
+from tests.support import artifact, sign_in
 
-from .conftest import artifact, sign_in
+pytestmark = pytest.mark.usefixtures("spool")
 
 RUN = "pd-abort-h200x2-20261021-0007"
-
-
-@pytest.fixture(autouse=True)
-def spool(settings, tmp_path):
-    settings.IMPORT_SPOOL_DIR = str(tmp_path / "spool")
-    return Path(settings.IMPORT_SPOOL_DIR)
 
 
 def fits(page, width: int) -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 
 from claimsdb.models import Revision
-
-from .conftest import artifact, sign_in
+from tests.support import artifact, sign_in
 
 CASE = "CP22-003"
 CLAIM = "CLM-CP22-003-A"

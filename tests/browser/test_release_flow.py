@@ -9,8 +9,7 @@ from django.contrib.auth.models import User
 from claimsdb.models import Release
 from claimsdb.records import record_document
 from claimsdb.services.releases import release_publish
-
-from .conftest import artifact, sign_in
+from tests.support import artifact, sign_in
 
 CASE = "CP22-002"
 TITLE = "Cloudflare rejected requests reached users as empty responses"

@@ -6,8 +6,7 @@ import re
 
 from claimsdb.models import Revision
 from claimsdb.records import record_document
-
-from .conftest import add_claim, artifact, sign_in
+from tests.support import add_claim, artifact, sign_in
 
 CASE = "CP22-003"
 NEW_CLAIM = "CLM-CP22-003-C"
