@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: install run serve worker test test-sqlite test-postgres check format-check lint \
+.PHONY: install run serve worker test test-sqlite test-postgres check format-check lint types \
 	migrations-check bench bench-scale bench-import clean
 
 $(BIN)/python:
@@ -55,14 +55,19 @@ test: install
 # every failure, not just the first); a few seconds in all:
 #   format-check      the tree is as `ruff format` writes it (`ruff format .` to fix)
 #   lint              `ruff check` under pyproject.toml's rules, unused noqa comments included
+#   types             mypy over the modules pyproject.toml's [tool.mypy] `files` lists; that
+#                     list is the one place it is kept, and a module joins it once annotated
 #   migrations-check  the models need no migration that has not been written
-check: format-check lint migrations-check
+check: format-check lint types migrations-check
 
 format-check: install
 	$(BIN)/ruff format --check .
 
 lint: install
 	$(BIN)/ruff check .
+
+types: install
+	$(BIN)/mypy
 
 # On a throwaway in-memory database, so that the check neither creates nor reads one.
 migrations-check: install

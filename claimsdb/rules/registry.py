@@ -53,15 +53,17 @@ def _known(codes: tuple[str, ...]) -> None:
         raise ValueError(f"document these codes in rules/codes.py first: {unknown}")
 
 
-def run_field_rules(kind: str, document: dict[str, Any], context: DocumentContext):
-    violations = []
+def run_field_rules(
+    kind: str, document: dict[str, Any], context: DocumentContext
+) -> list[RuleViolation]:
+    violations: list[RuleViolation] = []
     for rule in FIELD_RULES[kind]:
         violations.extend(rule(document, context))
     return violations
 
 
 def run_scope_rules(state: ScopeState) -> list[RuleViolation]:
-    violations = []
+    violations: list[RuleViolation] = []
     for rule in SCOPE_RULES:
         violations.extend(rule(state))
     return violations
