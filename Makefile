@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 
 .PHONY: install run serve worker test test-sqlite test-postgres check format-check lint types \
-	migrations-check bench bench-scale bench-import clean
+	migrations-check hooks bench bench-scale bench-import clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,9 @@ test: install
 #   types             mypy over the modules pyproject.toml's [tool.mypy] `files` lists; that
 #                     list is the one place it is kept, and a module joins it once annotated
 #   migrations-check  the models need no migration that has not been written
+# `make hooks` installs git hooks (.pre-commit-config.yaml) that run these on each commit:
+# ruff's own hooks, which fix what they can (re-stage and commit again), then the type and
+# migration checks through this Makefile.
 check: format-check lint types migrations-check
 
 format-check: install
@@ -73,6 +76,10 @@ types: install
 migrations-check: install
 	DJANGO_SETTINGS_MODULE=claimsdb.test_settings DATABASE_URL=sqlite:///:memory: \
 	  $(BIN)/python manage.py makemigrations --check --dry-run
+
+hooks: install
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/pre-commit install
 
 # Benchmarks run on PostgreSQL: DATABASE_URL, or the local server below. Each makes its own
 # throwaway databases and drops them. `make bench-scale BENCH_ARGS=--quick` for a small run.
