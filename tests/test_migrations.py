@@ -1,15 +1,19 @@
 """The data migrations run from an empty database over rows written as claimsdb wrote them
 before those migrations existed, and fill what today's write path writes.
 
-A history is written through the services, its rows are kept with the columns they had
-before 0007, the app is migrated to zero and up to 0006, the rows go back in through
-0006's historical models, and the migrations after it must fill the released index (0007),
-the search index (0008) and each revision's changed fields and date (0010) as the write
-path did. On SQLite and PostgreSQL alike: the suite runs on both.
+Each migration fills with its own frozen copy of the code it needs (never claimsdb's live
+modules), so these tests hold the copies to the live code: a history is written through the
+services, its rows are kept with the columns they had before 0007, the app is migrated to
+zero and up to 0006, the rows go back in through 0006's historical models, and the
+migrations after it must fill the released index (0007), the search index (0008) and each
+revision's changed fields and date (0010) as the write path did. On SQLite and PostgreSQL
+alike: the suite runs on both.
 """
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +41,7 @@ from claimsdb.services import (
 from claimsdb.services.releases import release_publish
 
 APP = "claimsdb"
+MIGRATIONS = Path(__file__).resolve().parent.parent / "claimsdb" / "migrations"
 BEFORE_DATA_MIGRATIONS = "0006_scope_lookup_indexes"  # the last before 0007
 SEARCH_COLUMNS = (
     "scope",
@@ -186,3 +191,16 @@ def test_the_search_vector_column_is_made_as_the_model_declares_it(db):
     assert type(migrated.expression).__module__ == f"{APP}.migrations.0008_search_index"
     assert migrated.generated_sql(connection) == live.generated_sql(connection)
     assert migrated.expression.deconstruct() == live.expression.deconstruct()
+
+
+def test_no_migration_imports_claimsdb():
+    """A migration reads the models of its own time (``apps.get_model``) and its own copies
+    of any code: never claimsdb's live modules, which change after it is written."""
+    for path in sorted(MIGRATIONS.glob("0*.py")):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                imported.add("." * node.level + (node.module or ""))
+        assert not [name for name in imported if name.startswith((APP, "."))], path.name
