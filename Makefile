@@ -4,7 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: install run serve worker test test-sqlite test-postgres lint bench bench-scale bench-import clean
+.PHONY: install run serve worker test test-sqlite test-postgres check format-check lint types \
+	migrations-check hooks bench bench-scale bench-import clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,8 +51,36 @@ TEST_WORKERS ?= auto
 test: install
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
+# Everything CI checks except the suites, each step as CI runs it (`make -k check` to see
+# every failure, not just the first). Under half a minute from a fresh clone, less once mypy
+# has its cache (.mypy_cache):
+#   format-check      the tree is as `ruff format` writes it (`ruff format .` to fix)
+#   lint              `ruff check` under pyproject.toml's rules, unused noqa comments included
+#   types             mypy over the modules pyproject.toml's [tool.mypy] `files` lists; that
+#                     list is the one place it is kept, and a module joins it once annotated
+#   migrations-check  the models need no migration that has not been written
+# `make hooks` installs git hooks (.pre-commit-config.yaml) that run these on each commit:
+# ruff's own hooks, which fix what they can (re-stage and commit again), then the type and
+# migration checks through this Makefile.
+check: format-check lint types migrations-check
+
+format-check: install
+	$(BIN)/ruff format --check .
+
 lint: install
 	$(BIN)/ruff check .
+
+types: install
+	$(BIN)/mypy
+
+# On a throwaway in-memory database, so that the check neither creates nor reads one.
+migrations-check: install
+	DJANGO_SETTINGS_MODULE=claimsdb.test_settings DATABASE_URL=sqlite:///:memory: \
+	  $(BIN)/python manage.py makemigrations --check --dry-run
+
+hooks: install
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/pre-commit install
 
 # Benchmarks run on PostgreSQL: DATABASE_URL, or the local server below. Each makes its own
 # throwaway databases and drops them. `make bench-scale BENCH_ARGS=--quick` for a small run.

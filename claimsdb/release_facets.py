@@ -3,8 +3,8 @@
 Read once from a revision's snapshot when a release first publishes it, into a
 ``ReleasedRevision`` row (single values) and ``ReleasedTerm`` rows (many values), so the
 public lists and the API's released filters run as indexed queries instead of parsing
-every released snapshot. Pure functions: the release service and the migration that
-back-fills older releases both use them.
+every released snapshot. Pure functions, used by the release service (the migration that
+back-filled the releases before it, 0007, has its own frozen copy).
 """
 
 from __future__ import annotations

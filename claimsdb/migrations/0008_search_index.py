@@ -9,12 +9,45 @@ import json
 
 import django.contrib.postgres.indexes
 import django.contrib.postgres.search
+from django.contrib.postgres.search import SearchVectorField
 from django.db import migrations, models
-from django.db.models import OuterRef, Subquery
-
-import claimsdb.models.search
+from django.db.models import F, Func, OuterRef, Subquery
 
 BATCH = 2000
+
+
+class SearchDocument(Func):
+    """The stored ``tsvector`` of an entry, as claimsdb.models.search.SearchDocument made it
+    when this migration was written: the title weighted A, the text weighted B, with the
+    English configuration; NULL on other databases than PostgreSQL.
+
+    A copy, so that the column this migration makes does not follow later edits of the
+    model's expression (a change there needs a migration of its own). It deconstructs as
+    the model's expression, which is what the migration state holds and what
+    makemigrations compares with the model.
+    """
+
+    output_field = SearchVectorField()
+
+    def __init__(self) -> None:
+        super().__init__(F("title"), F("text"))
+
+    def deconstruct(self):
+        return "claimsdb.models.search.SearchDocument", (), {}
+
+    def as_sql(self, compiler, connection, **extra):
+        return "NULL", []
+
+    def as_postgresql(self, compiler, connection, **extra):
+        (title, title_params), (text, text_params) = (
+            compiler.compile(expression) for expression in self.get_source_expressions()
+        )
+        config = "'english'::regconfig"
+        sql = (
+            f"setweight(to_tsvector({config}, COALESCE({title}, '')), 'A') || "
+            f"setweight(to_tsvector({config}, COALESCE({text}, '')), 'B')"
+        )
+        return sql, [*title_params, *text_params]
 
 
 class AddPostgresIndex(migrations.AddIndex):
@@ -119,7 +152,7 @@ class Migration(migrations.Migration):
                 ("title", models.TextField(blank=True)),
                 ("text", models.TextField(blank=True)),
                 ("revision", models.PositiveBigIntegerField(blank=True, null=True)),
-                ("vector", models.GeneratedField(db_persist=True, expression=claimsdb.models.search.SearchDocument(), output_field=django.contrib.postgres.search.SearchVectorField())),
+                ("vector", models.GeneratedField(db_persist=True, expression=SearchDocument(), output_field=django.contrib.postgres.search.SearchVectorField())),
             ],
             options={
                 "ordering": ["scope", "kind", "key"],

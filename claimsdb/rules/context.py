@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import F
 
@@ -41,7 +42,9 @@ class DocumentContext:
     method_in_use: bool = False
 
 
-def case_context(document: dict[str, Any], *, action: str, current_runs) -> DocumentContext:
+def case_context(
+    document: dict[str, Any], *, action: str, current_runs: list[dict[str, Any]] | None
+) -> DocumentContext:
     """The context of one case document (see ``case_contexts``)."""
     (context,) = case_contexts([CaseContextRequest(document, action, current_runs)])
     return context
@@ -137,11 +140,14 @@ def _figures_in_use(case_keys: set[str]) -> dict[str, list[tuple[str, str]]]:
     in_use: dict[str, list[tuple[str, str]]] = {}
     if not case_keys:
         return in_use
-    for figure_id, owner, other in (
+    attributions = cast(
+        # figure_id is the figure's ID, not its primary key (see state.attribution_rows)
+        "Iterable[tuple[str, str, str]]",
         Attribution.objects.filter(figure__case__key__in=case_keys)
         .exclude(case__key=F("figure__case__key"))
-        .values_list("figure_id", "figure__case__key", "case__key")
-    ):
+        .values_list("figure_id", "figure__case__key", "case__key"),
+    )
+    for figure_id, owner, other in attributions:
         in_use.setdefault(owner, []).append((figure_id, f"attributed by case {other}"))
     owners = dict(
         Figure.objects.filter(case__key__in=case_keys).values_list("figure_id", "case__key")

@@ -16,10 +16,13 @@ from claimsdb.codes import (
     RelationCode,
     RuleCode,
 )
+from claimsdb.models import AssessmentMethod
 from claimsdb.records import RuleViolation
 
 from .context import DocumentContext
 from .registry import field_rule
+
+Violations = Iterator[RuleViolation]
 
 EVIDENCE_NEEDED = {
     "supported": "supports",
@@ -29,7 +32,7 @@ EVIDENCE_NEEDED = {
 
 
 @field_rule("case", ClaimCode.ID_TAKEN, ClaimCode.ID_DUPLICATE)
-def claim_ids_never_reused(document: dict[str, Any], context: DocumentContext) -> Iterator:
+def claim_ids_never_reused(document: dict[str, Any], context: DocumentContext) -> Violations:
     """Claim IDs are unique across the knowledge base and never reused, even after removal."""
     seen: set[str] = set()
     for index, claim in enumerate(document["claims"]):
@@ -60,7 +63,7 @@ def claim_ids_never_reused(document: dict[str, Any], context: DocumentContext) -
 
 
 @field_rule("case", ClaimCode.EVIDENCE_REQUIRED, EvidenceCode.SOURCE_UNKNOWN)
-def claims_have_evidence(document: dict[str, Any], context: DocumentContext) -> Iterator:
+def claims_have_evidence(document: dict[str, Any], context: DocumentContext) -> Violations:
     """Supported claims need a supporting source; refuted ones a contradicting source."""
     for index, claim in enumerate(document["claims"]):
         for link_index, link in enumerate(claim["evidence"]):
@@ -88,7 +91,7 @@ def claims_have_evidence(document: dict[str, Any], context: DocumentContext) -> 
     AssessmentCode.IMPACT_REASON,
     AssessmentCode.IMPACT_RANGE,
 )
-def assessments_follow_method(document: dict[str, Any], context: DocumentContext) -> Iterator:
+def assessments_follow_method(document: dict[str, Any], context: DocumentContext) -> Violations:
     """Assessment values follow the method's vocabulary exactly; impact is graded or explained."""
     for index, assessment in enumerate(document["assessments"]):
         path = f"assessments[{index}]"
@@ -116,7 +119,7 @@ def assessments_follow_method(document: dict[str, Any], context: DocumentContext
             )
 
 
-def _values_follow(method, assessment: dict[str, Any], path: str) -> Iterator[RuleViolation]:
+def _values_follow(method: AssessmentMethod, assessment: dict[str, Any], path: str) -> Violations:
     dimensions = method.dimension_labels()
     for key, (label, allowed) in dimensions.items():
         value = assessment["values"].get(key)
@@ -151,7 +154,7 @@ def _values_follow(method, assessment: dict[str, Any], path: str) -> Iterator[Ru
 
 
 @field_rule("case", AssessmentCode.BASIS_FOREIGN)
-def basis_belongs_to_case(document: dict[str, Any], context: DocumentContext) -> Iterator:
+def basis_belongs_to_case(document: dict[str, Any], context: DocumentContext) -> Violations:
     """The evidence basis names claims of this case and sources that exist."""
     own = {claim["id"] for claim in document["claims"]}
     for index, assessment in enumerate(document["assessments"]):
@@ -182,7 +185,7 @@ def basis_belongs_to_case(document: dict[str, Any], context: DocumentContext) ->
     FigureCode.IN_USE,
     AttributionCode.FIGURE_UNKNOWN,
 )
-def figures_are_consistent(document: dict[str, Any], context: DocumentContext) -> Iterator:
+def figures_are_consistent(document: dict[str, Any], context: DocumentContext) -> Violations:
     """Figure IDs are unique; figures name existing claims; a figure in use is not removed."""
     seen: set[str] = set()
     own_claims = {claim["id"] for claim in document["claims"]}
@@ -227,7 +230,7 @@ def figures_are_consistent(document: dict[str, Any], context: DocumentContext) -
 
 
 @field_rule("case", RelationCode.CASE_UNKNOWN, RelationCode.DUPLICATE)
-def relations_name_cases(document: dict[str, Any], context: DocumentContext) -> Iterator:
+def relations_name_cases(document: dict[str, Any], context: DocumentContext) -> Violations:
     """Relations point at other existing cases, once per kind."""
     seen: set[tuple[str, str]] = set()
     for index, relation in enumerate(document["relations"]):
@@ -247,7 +250,7 @@ def relations_name_cases(document: dict[str, Any], context: DocumentContext) -> 
 
 
 @field_rule("case", CaseCode.REPRODUCTION_RUNS_READONLY)
-def runs_are_kept(document: dict[str, Any], context: DocumentContext) -> Iterator:
+def runs_are_kept(document: dict[str, Any], context: DocumentContext) -> Violations:
     """Imported reproduction runs are written only by the importer and never dropped by an edit."""
     if context.current_runs is None or context.action in {"import", "revert"}:
         return
@@ -262,7 +265,7 @@ def runs_are_kept(document: dict[str, Any], context: DocumentContext) -> Iterato
 
 
 @field_rule("method", MethodCode.INVALID, MethodCode.IN_USE)
-def method_is_well_formed(document: dict[str, Any], context: DocumentContext) -> Iterator:
+def method_is_well_formed(document: dict[str, Any], context: DocumentContext) -> Violations:
     """A method's dimensions and values are unique and its impact scale is sound."""
     dimension_keys: set[str] = set()
     for index, dimension in enumerate(document["dimensions"]):
@@ -308,7 +311,7 @@ def method_is_well_formed(document: dict[str, Any], context: DocumentContext) ->
 
 
 @field_rule("rule", RuleCode.FIGURE_UNKNOWN, RuleCode.CASE_UNKNOWN)
-def rule_names_records(document: dict[str, Any], context: DocumentContext) -> Iterator:
+def rule_names_records(document: dict[str, Any], context: DocumentContext) -> Violations:
     """A scope rule names an existing figure and an existing case."""
     if document["figure"] not in context.figures:
         yield RuleViolation(

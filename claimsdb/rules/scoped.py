@@ -27,7 +27,7 @@ from django.db.models.expressions import RawSQL
 from claimsdb.choices import RelationKind
 from claimsdb.models import Assessment, Attribution, Claim, Figure, Relation, ScopeRule
 
-from .state import FIGURE_FACTS, FigureFact, RuleFact, ScopeState
+from .state import FIGURE_FACTS, FigureFact, RuleFact, ScopeState, attribution_rows
 
 
 def affected_cases(
@@ -118,11 +118,7 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
             "case__key", "other__key", "kind"
         )
     )
-    state.attributions = list(
-        Attribution.objects.filter(case__key__in=cases).values_list(
-            "case__key", "position", "figure_id", "role"
-        )
-    )
+    state.attributions = attribution_rows(Attribution.objects.filter(case__key__in=cases))
     state.assessments = [
         (case, position, impact, frozenset(claims))
         for case, position, impact, claims in Assessment.objects.filter(

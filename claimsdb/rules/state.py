@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import cast
+
+from django.db.models import QuerySet
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
 from claimsdb.models import Assessment, Attribution, Figure, Relation, ScopeRule
@@ -25,6 +28,15 @@ class FigureFact:
 
 # What a figure's facts are read from, as plain rows (no model instance per figure).
 FIGURE_FACTS = ("figure_id", "case__key", "value", "unit", "scope", "claims")
+
+
+def attribution_rows(attributions: QuerySet[Attribution]) -> list[tuple[str, int, str, str]]:
+    """``(case key, position, figure ID, role)`` of each attribution, as plain rows.
+
+    An attribution's ``figure_id`` holds the figure's ID (the key's ``to_field``), which
+    django-stubs types as the figure's primary key, hence the cast."""
+    rows = attributions.values_list("case__key", "position", "figure_id", "role")
+    return cast("list[tuple[str, int, str, str]]", list(rows))
 
 
 @dataclass(frozen=True)
@@ -65,12 +77,7 @@ class ScopeState:
             state.figures[figure_id] = FigureFact(
                 figure_id, case, value, unit, scope, frozenset(claims)
             )
-        state.attributions = [
-            (case, position, figure, role)
-            for case, position, figure, role in Attribution.objects.values_list(
-                "case__key", "position", "figure_id", "role"
-            )
-        ]
+        state.attributions = attribution_rows(Attribution.objects.all())
         state.relations = list(Relation.objects.values_list("case__key", "other__key", "kind"))
         state.rules = [
             RuleFact(*row)

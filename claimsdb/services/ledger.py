@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -124,7 +124,7 @@ class RevisionChain:
     """Revisions of one change, numbered and chained in Python under the held head lock,
     then inserted with one statement per batch and the head advanced once (``save``)."""
 
-    def __init__(self, head: LedgerHead, *, author: AbstractBaseUser, summary: str, material: bool):
+    def __init__(self, head: LedgerHead, *, author: User, summary: str, material: bool):
         self.head = head
         self.author = author
         self.summary = summary
@@ -209,7 +209,7 @@ def append_revision(
     action: str,
     material: bool,
     summary: str,
-    author: AbstractBaseUser,
+    author: User,
     document: dict[str, Any],
 ) -> Revision:
     """Append one revision under the already-held head lock and advance the head."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import IntegerField
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import Field, IntegerField, Model
+from django.db.models.expressions import RawSQL
 
 from claimsdb.records import PermissionDenied
 
@@ -11,10 +12,9 @@ ROLES = ("viewer", "analyst", "reviewer")
 RANK = {role: rank for rank, role in enumerate(ROLES)}
 # The rank of a user's highest role, read with the user (``role_rank_annotation``).
 ROLE_RANK_FIELD = "claimsdb_role_rank"
-_NOT_LOADED = object()
 
 
-def user_role(user: AbstractBaseUser | AnonymousUser | None) -> str | None:
+def user_role(user: User | AnonymousUser | None) -> str | None:
     """The highest role a user holds (superusers are reviewers), or None."""
     if user is None or not user.is_authenticated or not user.is_active:
         return None
@@ -25,7 +25,7 @@ def user_role(user: AbstractBaseUser | AnonymousUser | None) -> str | None:
     return held[-1] if held else None
 
 
-def role_rank_annotation() -> dict:
+def role_rank_annotation() -> dict[str, RawSQL]:
     """``User.objects.annotate(**role_rank_annotation())``: each user with the rank of their
     highest role (None without one) in the same query. The signed-in user of a request is
     read so (``claimsdb.signin.ThrottledModelBackend.get_user``), and ``loaded_role`` uses
@@ -34,26 +34,33 @@ def role_rank_annotation() -> dict:
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
     from django.db import connection
-    from django.db.models.expressions import RawSQL
 
     quote = connection.ops.quote_name
     user_model = get_user_model()
-    through = user_model._meta.get_field("groups").remote_field.through._meta
-    user_column = through.get_field("user").column
-    group_column = through.get_field("group").column
+    through = user_model.groups.through
+    user_column = _column(through, "user")
+    group_column = _column(through, "group")
+    user_pk = user_model._meta.pk
+    assert user_pk is not None  # a concrete model's
     ranks = " ".join("WHEN %s THEN %s" for _ in ROLES)
     sql = (
         f"SELECT MAX(CASE g.{quote('name')} {ranks} END) "
         f"FROM {quote(Group._meta.db_table)} g "
-        f"JOIN {quote(through.db_table)} m ON m.{quote(group_column)} = g.{quote('id')} "
+        f"JOIN {quote(through._meta.db_table)} m ON m.{quote(group_column)} = g.{quote('id')} "
         f"WHERE m.{quote(user_column)} = "
-        f"{quote(user_model._meta.db_table)}.{quote(user_model._meta.pk.column)}"
+        f"{quote(user_model._meta.db_table)}.{quote(user_pk.column)}"
     )
     params = [value for role in ROLES for value in (role, RANK[role])]
     return {ROLE_RANK_FIELD: RawSQL(sql, params, output_field=IntegerField())}
 
 
-def loaded_role(user: AbstractBaseUser | AnonymousUser | None) -> str | None:
+def _column(model: type[Model], name: str) -> str:
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.column, f"{name} is no column of {model}"
+    return field.column
+
+
+def loaded_role(user: User | AnonymousUser | None) -> str | None:
     """``user_role``, from the rank read with the user when it was (``role_rank_annotation``),
     else looked up. For deciding what a request shows, once per request: the services call
     ``user_role`` (a fresh lookup) inside every writing transaction."""
@@ -61,18 +68,18 @@ def loaded_role(user: AbstractBaseUser | AnonymousUser | None) -> str | None:
         return None
     if user.is_superuser:
         return "reviewer"
-    rank = getattr(user, ROLE_RANK_FIELD, _NOT_LOADED)
-    if rank is _NOT_LOADED:
+    if not hasattr(user, ROLE_RANK_FIELD):
         return user_role(user)
+    rank: int | None = getattr(user, ROLE_RANK_FIELD)
     return None if rank is None else ROLES[rank]
 
 
-def has_role(user, role: str) -> bool:
+def has_role(user: User | AnonymousUser | None, role: str) -> bool:
     held = user_role(user)
     return held is not None and RANK[held] >= RANK[role]
 
 
-def require_role(user, role: str, action: str) -> None:
+def require_role(user: User | AnonymousUser | None, role: str, action: str) -> None:
     """Refuse unless ``user`` holds ``role`` or a higher one. Call it inside the transaction."""
     if user is None or not getattr(user, "pk", None):
         raise PermissionDenied(f"{action} needs a signed-in user")
