@@ -158,10 +158,11 @@ def _check_existence_and_staleness(writes: list[RecordWrite]) -> dict[tuple[str,
 
 
 def _ready_violations(user, writes: list[RecordWrite], previous) -> list[RuleViolation]:
-    """Only a reviewer sets a case to ``ready`` (README, "Releases"): a case written as
-    ready that was not ready before (or is new) needs the reviewer role. Analysts propose a
-    case by setting ``in_review``; they may move a ready case back, and edit one that stays
-    ready (the release preview shows each change to the reviewer who publishes)."""
+    """Only a reviewer sets a case to ``ready`` (docs/releases.md, "Who sets a case
+    ready"): a case written as ready that was not ready before (or is new) needs the
+    reviewer role. Analysts propose a case by setting ``in_review``; they may move a ready
+    case back, and edit one that stays ready (the release preview shows each change to the
+    reviewer who publishes)."""
     setting_ready = [
         write
         for write in writes
