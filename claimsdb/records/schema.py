@@ -290,6 +290,7 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             )
             return None
         before = len(problems)
+        assert spec.item is not None  # list_of declares its items
         items = [check(spec.item, item, join(path, i), problems) for i, item in enumerate(value)]
         # normalizing reads the items' fields: only items that passed every check have them
         return spec.normalize(items) if spec.normalize and len(problems) == before else items
@@ -304,6 +305,7 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             if bad is not None:
                 message = "a key " + control_message(bad)
                 problems.append(RuleViolation("document.invalid_key", message, join(path, k)))
+        assert spec.item is not None  # a mapping declares its values
         return {k: check(spec.item, v, join(path, k), problems) for k, v in value.items()}
     if kind == "object_any":
         if not isinstance(value, dict):
