@@ -31,7 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as Account
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from claimsdb import public
@@ -41,7 +42,7 @@ from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors.revisions import latest_revision_number, record_revision
 from claimsdb.services.permissions import RANK, loaded_role
 
-User = AbstractBaseUser | AnonymousUser | None
+User = Account | AnonymousUser | None
 # Where a user object keeps its role for the rest of the request (``role``).
 _ROLE = "_claimsdb_role"
 

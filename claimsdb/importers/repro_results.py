@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any, BinaryIO
 
 import ijson
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from claimsdb.codes import ImportCode, PermissionCode
@@ -188,7 +188,7 @@ class ResultsImporter:
     def __init__(
         self,
         *,
-        user: AbstractBaseUser,
+        user: User,
         dry_run: bool = False,
         replace: bool = False,
         summary: str = "",

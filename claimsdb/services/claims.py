@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from claimsdb.models import Claim
 from claimsdb.records import (
@@ -103,7 +103,7 @@ def _index_of(document: dict[str, Any], claim_id: str) -> int:
 
 def _change_claim(
     *,
-    user: AbstractBaseUser,
+    user: User,
     claim_id: str,
     change: Callable[[dict[str, Any]], dict[str, Any]],
     summary: str,
@@ -133,7 +133,7 @@ def _change_claim(
 
 def claim_add(
     *,
-    user: AbstractBaseUser,
+    user: User,
     case_key: str,
     claim: dict[str, Any],
     summary: str,
@@ -174,7 +174,7 @@ def _replacement(claim_id: str, claim: Any) -> dict[str, Any]:
 
 def claim_update(
     *,
-    user: AbstractBaseUser,
+    user: User,
     claim_id: str,
     claim: dict[str, Any],
     summary: str,
@@ -194,7 +194,7 @@ def claim_update(
 
 def claim_patch(
     *,
-    user: AbstractBaseUser,
+    user: User,
     claim_id: str,
     patch: Any,
     summary: str,
@@ -214,7 +214,7 @@ def claim_patch(
 
 def claim_withdraw(
     *,
-    user: AbstractBaseUser,
+    user: User,
     claim_id: str,
     summary: str,
     reason: str = "",
@@ -242,7 +242,7 @@ def claim_withdraw(
 
 def claim_move(
     *,
-    user: AbstractBaseUser,
+    user: User,
     claim_id: str,
     offset: int,
     summary: str,

@@ -35,7 +35,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max, Subquery
 from django.utils import timezone
@@ -140,7 +140,7 @@ def planned_entries() -> Iterator[PlannedEntry]:
         yield from batch
 
 
-def release_publish(*, user: AbstractBaseUser, notes: str) -> Release:
+def release_publish(*, user: User, notes: str) -> Release:
     """Publish a release of every publishable record (see the module docstring).
 
     Runs in one transaction under the ledger lock, so no revision lands between reading
@@ -280,7 +280,7 @@ def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
         after = ""
         while True:
             rows = list(
-                record_kind.model.objects.filter(key__gt=after)
+                record_kind.model._default_manager.filter(key__gt=after)
                 .order_by("key")
                 .values_list("key", "status")[:BATCH_SIZE]
             )
@@ -359,7 +359,7 @@ def _plan_entry(
     kind, key = record
     previous_number = released.number if released else None
 
-    def publish(change: str) -> PlannedEntry:
+    def publish(latest: _Latest, change: str) -> PlannedEntry:
         return PlannedEntry(
             kind,
             key,
@@ -370,7 +370,7 @@ def _plan_entry(
             withdrawn=status == WITHDRAWN,
         )
 
-    def keep() -> PlannedEntry:
+    def keep(released: _Released) -> PlannedEntry:
         return PlannedEntry(
             kind,
             key,
@@ -384,13 +384,13 @@ def _plan_entry(
     publishable = status == record_kinds.get(kind).published_status
     if latest is None or not (publishable or status == WITHDRAWN):
         # a draft or a record in review: the public keeps what it saw, if anything
-        return keep() if released else None
+        return keep(released) if released else None
     if released is None:
         if status == WITHDRAWN:
             return None  # withdrawn before the public ever saw it
-        return publish(ReleaseChange.NEW)
+        return publish(latest, ReleaseChange.NEW)
     if latest.revision_id == released.revision_id or latest.sha == released.sha:
-        return keep()
+        return keep(released)
     if status == WITHDRAWN and not released.withdrawn:
-        return publish(ReleaseChange.WITHDRAWN)
-    return publish(ReleaseChange.UPDATED)
+        return publish(latest, ReleaseChange.WITHDRAWN)
+    return publish(latest, ReleaseChange.UPDATED)

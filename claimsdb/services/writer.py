@@ -7,14 +7,16 @@ does the rest in one transaction under the ledger lock.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
-from claimsdb.models import Assessment, AssessmentMethod, Case, Figure, Revision
+from claimsdb.models import Assessment, AssessmentMethod, Case, Figure, LedgerHead, Revision
 from claimsdb.records import (
     RecordExists,
     RecordNotFound,
@@ -37,6 +39,10 @@ from claimsdb.rules.scoped import affected_cases, load_scoped
 from . import apply, lookups
 from .ledger import RevisionChain, lock_head
 from .permissions import has_role, require_role
+
+RecordId = tuple[str, str]  # (kind, key)
+# Each written record's live document and latest revision before the change (None: none).
+Previous = dict[RecordId, tuple[dict[str, Any] | None, Revision | None]]
 
 
 @dataclass
@@ -86,12 +92,12 @@ class WriteOutcome:
 
 def write_records(
     *,
-    user: AbstractBaseUser,
-    writes: list[RecordWrite],
+    user: User,
+    writes: Sequence[RecordWrite],
     summary: str,
     material: bool = True,
     role: str | None = None,
-    before_apply=None,
+    before_apply: Callable[[], object] | None = None,
 ) -> list[WriteOutcome]:
     """Validate and write ``writes`` as one change; raise RuleViolations with every problem.
 
@@ -114,24 +120,24 @@ def write_records(
                 )
             ]
         )
-    writes = sorted(writes, key=lambda w: record_kinds.get(w.kind).write_rank)
+    ordered = sorted(writes, key=lambda w: record_kinds.get(w.kind).write_rank)
     with transaction.atomic():
         head = lock_head()
-        previous = _check_existence_and_staleness(writes)
-        _validate_fields(writes, previous, _ready_violations(user, writes, previous))
-        before = _scope_violations(writes)
-        partners = _apply(writes, previous)
+        previous = _check_existence_and_staleness(ordered)
+        _validate_fields(ordered, previous, _ready_violations(user, ordered, previous))
+        before = _scope_violations(ordered)
+        partners = _apply(ordered, previous)
         if before_apply is not None:
             before_apply()
-        _check_scope(writes, before)
-        live = _check_round_trip(writes)
-        partners -= {w.key for w in writes if w.kind == "case"}
+        _check_scope(ordered, before)
+        live = _check_round_trip(ordered)
+        partners -= {w.key for w in ordered if w.kind == "case"}
         return _append_revisions(
-            head, user, writes, previous, live, partners, summary=summary, material=material
+            head, user, ordered, previous, live, partners, summary=summary, material=material
         )
 
 
-def _check_existence_and_staleness(writes: list[RecordWrite]) -> dict[tuple[str, str], Any]:
+def _check_existence_and_staleness(writes: list[RecordWrite]) -> Previous:
     """The live document and latest revision of each record (None where there is none);
     refuse stale edits. A fixed number of queries per record kind, however many records."""
     documents: dict[str, dict[str, dict[str, Any]]] = {}
@@ -140,7 +146,7 @@ def _check_existence_and_staleness(writes: list[RecordWrite]) -> dict[tuple[str,
         keys = {w.key for w in writes if w.kind == kind}
         documents[kind] = lookups.record_documents(kind, keys)
         revisions[kind] = lookups.latest_revisions(kind, keys)
-    previous = {}
+    previous: Previous = {}
     for write in writes:
         current = documents[write.kind].get(write.key)
         if write.mode == "create" and current is not None:
@@ -157,7 +163,9 @@ def _check_existence_and_staleness(writes: list[RecordWrite]) -> dict[tuple[str,
     return previous
 
 
-def _ready_violations(user, writes: list[RecordWrite], previous) -> list[RuleViolation]:
+def _ready_violations(
+    user: User, writes: list[RecordWrite], previous: Previous
+) -> list[RuleViolation]:
     """Only a reviewer sets a case to ``ready`` (docs/releases.md, "Who sets a case
     ready"): a case written as ready that was not ready before (or is new) needs the
     reviewer role. Analysts propose a case by setting ``in_review``; they may move a ready
@@ -184,7 +192,7 @@ def _ready_violations(user, writes: list[RecordWrite], previous) -> list[RuleVio
 
 
 def _validate_fields(
-    writes: list[RecordWrite], previous, problems: list[RuleViolation] | None = None
+    writes: list[RecordWrite], previous: Previous, problems: list[RuleViolation] | None = None
 ) -> None:
     pending = _PendingIndex(writes)
     contexts = _contexts(writes, previous, pending)
@@ -244,7 +252,9 @@ class _PendingIndex:
         return problems
 
 
-def _contexts(writes: list[RecordWrite], previous, pending: _PendingIndex) -> list[DocumentContext]:
+def _contexts(
+    writes: list[RecordWrite], previous: Previous, pending: _PendingIndex
+) -> list[DocumentContext]:
     """Every write's context, each kind's looked up together (fixed queries per change)."""
     actions = {}
     for write in writes:
@@ -284,7 +294,8 @@ def _contexts(writes: list[RecordWrite], previous, pending: _PendingIndex) -> li
         if write.kind == "rule":
             # a rule names one figure and one case: only those are looked up
             figure = write.document["figure"]
-            owner = rule_figures.get(figure) or (pending.figures.get(figure) or [(None,)])[0][0]
+            owners = pending.figures.get(figure)
+            owner = rule_figures.get(figure) or (owners[0][0] if owners else None)
             context.figures = {figure: owner} if owner is not None else {}
             context.cases = {write.document["case"]} & (rule_cases | pending.cases)
         if write.kind == "method" and current is not None:
@@ -363,7 +374,7 @@ def _source_refs(document: dict[str, Any]) -> set[str]:
     }
 
 
-def _apply(writes: list[RecordWrite], previous) -> set[str]:
+def _apply(writes: list[RecordWrite], previous: Previous) -> set[str]:
     """Write the live tables: each kind's records together, in a fixed number of queries.
 
     Returns the cases on the other side of a symmetric relation that changed (partners),
@@ -473,7 +484,7 @@ def _unique(problems: list[RuleViolation]) -> list[RuleViolation]:
     return list(dict.fromkeys(problems))
 
 
-def _check_round_trip(writes: list[RecordWrite]) -> dict[tuple[str, str], dict[str, Any]]:
+def _check_round_trip(writes: list[RecordWrite]) -> dict[RecordId, dict[str, Any]]:
     """What was written reads back as the document sent (e.g. both sides of a relation agree).
 
     Returns the documents read back (a fixed number of queries per kind), which the
@@ -484,10 +495,11 @@ def _check_round_trip(writes: list[RecordWrite]) -> dict[tuple[str, str], dict[s
         kind: lookups.record_documents(kind, {w.key for w in writes if w.kind == kind})
         for kind in {w.kind for w in writes}
     }
-    documents = {}
+    documents: dict[RecordId, dict[str, Any]] = {}
     for write in writes:
-        document = documents[(write.kind, write.key)] = live[write.kind].get(write.key)
-        if document == write.document:
+        document = live[write.kind].get(write.key)
+        if document is not None and document == write.document:
+            documents[(write.kind, write.key)] = document
             continue
         for change in diff(write.document, document):
             path = f"{write.path}.{change.path}" if write.path else change.path
@@ -515,7 +527,7 @@ _OUTCOMES = {
 }
 
 
-def _brought_in_date(write: RecordWrite, action: str, document: dict[str, Any]):
+def _brought_in_date(write: RecordWrite, action: str, document: dict[str, Any]) -> dt.date | None:
     """The date the document gives its record, for a revision that brings the document in
     from outside: a creation, or any write of a bundle or fixture load (``upsert``)."""
     if action == "create" or write.mode == "upsert":
@@ -524,7 +536,15 @@ def _brought_in_date(write: RecordWrite, action: str, document: dict[str, Any]):
 
 
 def _append_revisions(
-    head, user, writes, previous, live, partners, *, summary: str, material: bool
+    head: LedgerHead,
+    user: User,
+    writes: list[RecordWrite],
+    previous: Previous,
+    live: dict[RecordId, dict[str, Any]],
+    partners: set[str],
+    *,
+    summary: str,
+    material: bool,
 ) -> list[WriteOutcome]:
     """One revision per changed record, then one per partner case whose document changed
     with a relation; chained in order and inserted together, the head advanced once."""
@@ -552,10 +572,10 @@ def _append_revisions(
     partner_latest = lookups.latest_revisions("case", partners)
     partner_before = lookups.revision_snapshots(partner_latest.values())
     for key in sorted(partners):
-        document = partner_documents.get(key)
-        if document is None:
+        partner = partner_documents.get(key)
+        if partner is None:
             continue
-        snapshot = dumps_compact(document)
+        snapshot = dumps_compact(partner)
         latest = partner_latest.get(key)
         if latest and latest.snapshot_sha256 == sha256_text(snapshot):
             continue
@@ -565,7 +585,7 @@ def _append_revisions(
             "update" if latest else "create",
             snapshot,
             summary=f"{summary} (relation changed from the other case)",
-            changed=changed_fields(partner_before.get(key), document),
+            changed=changed_fields(partner_before.get(key), partner),
         )
     chain.save()
     return outcomes
