@@ -29,6 +29,7 @@ again (``import_from_dry_run``): once, with the dry run's options but for the su
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import logging
 import os
@@ -271,7 +272,7 @@ def import_requeue(
                 outcome=QUEUED, progress={}
             ):
                 requeued.append(pk)
-                transaction.on_commit(lambda pk=pk: run_import_job.enqueue(pk))
+                transaction.on_commit(functools.partial(run_import_job.enqueue, pk))
     return requeued
 
 

@@ -20,6 +20,13 @@ from django.db.models import Field, Model
 M = TypeVar("M", bound=Model)
 
 
+def column(model: type[Model], name: str) -> str:
+    """The database column of ``model``'s concrete field ``name``."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.column, f"{name} is no column of {model}"
+    return field.column
+
+
 def insert_rows(model: type[M], objects: Iterable[M]) -> list[M]:
     """Insert unsaved model instances; returns them (without primary keys on PostgreSQL)."""
     objects = list(objects)
