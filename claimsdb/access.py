@@ -142,12 +142,15 @@ def visible_claim(user: User, claim_id: str) -> VisibleClaim | None:
     through the claim-ID reservations, which outlive claims removed from the working state.)
     """
     if may_read_working_state(user):
-        owners = Claim.objects.filter(claim_id=claim_id).values_list("case__key", flat=True)
-    else:
-        owners = ClaimIdReservation.objects.filter(claim_id=claim_id).values_list(
-            "case_key", flat=True
+        case_key = (
+            Claim.objects.filter(claim_id=claim_id).values_list("case__key", flat=True).first()
         )
-    case_key = owners.first()
+    else:
+        case_key = (
+            ClaimIdReservation.objects.filter(claim_id=claim_id)
+            .values_list("case_key", flat=True)
+            .first()
+        )
     if case_key is None:
         return None
     case = visible_document(user, "case", case_key)
