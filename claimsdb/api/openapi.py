@@ -18,7 +18,7 @@ from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 
-from claimsdb.codes import CODES
+from claimsdb.codes import CODES, DrfCode
 from claimsdb.records import schema as record_schema
 from claimsdb.records.kinds import record_kinds
 
@@ -113,26 +113,27 @@ def patch_schema(document: dict[str, Any], description: str) -> dict[str, Any]:
     }
 
 
+# DRF's own codes the schema names, from the one vocabulary (claimsdb.codes.DrfCode).
 DRF_CODES = (
-    "not_authenticated",
-    "authentication_failed",
-    "permission_denied",
-    "not_found",
-    "parse_error",
-    "method_not_allowed",
-    "not_acceptable",
-    "unsupported_media_type",
-    "throttled",
-    "invalid",
-    "required",
-    "invalid_choice",
-    "authorization",
+    DrfCode.NOT_AUTHENTICATED,
+    DrfCode.AUTHENTICATION_FAILED,
+    DrfCode.PERMISSION_DENIED,
+    DrfCode.NOT_FOUND,
+    DrfCode.PARSE_ERROR,
+    DrfCode.METHOD_NOT_ALLOWED,
+    DrfCode.NOT_ACCEPTABLE,
+    DrfCode.UNSUPPORTED_MEDIA_TYPE,
+    DrfCode.THROTTLED,
+    DrfCode.INVALID,
+    DrfCode.REQUIRED,
+    DrfCode.INVALID_CHOICE,
+    DrfCode.AUTHORIZATION,
 )
 
 
 def error_components() -> dict[str, Any]:
     codes = "\n".join(f"- `{code}`: {meaning}" for code, meaning in sorted(CODES.items()))
-    drf = ", ".join(f"`{code}`" for code in DRF_CODES)
+    drf = ", ".join(f"`{code.value}`" for code in DRF_CODES)
     return {
         "Error": {
             "type": "object",

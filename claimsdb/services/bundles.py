@@ -13,6 +13,7 @@ from django.apps import apps
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 
+from claimsdb.codes import DocumentCode
 from claimsdb.records import RuleViolation, RuleViolations, loads, parse_bundle, parse_document
 from claimsdb.records.bundle_stream import BundleOutline, iter_list, outline
 from claimsdb.records.kinds import CASE, RecordKind, record_kinds
@@ -255,7 +256,7 @@ def _parse(
     if path in shape.duplicates:
         problems.append(
             RuleViolation(
-                "document.duplicate_key",
+                DocumentCode.DUPLICATE_KEY,
                 f"{document['key']} appears twice in this bundle",
                 f"{path}.key",
             )

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from claimsdb.codes import DocumentCode, RecordCode
 from claimsdb.models import Claim
 from claimsdb.records import (
     RecordExists,
@@ -91,7 +92,7 @@ def claim_case_key(claim_id: str) -> str:
 
 def _refuse_not_object(claim: Any) -> None:
     if not isinstance(claim, dict):
-        raise RuleViolations([RuleViolation("document.type", "a claim must be an object", "")])
+        raise RuleViolations([RuleViolation(DocumentCode.TYPE, "a claim must be an object", "")])
 
 
 def _index_of(document: dict[str, Any], claim_id: str) -> int:
@@ -167,7 +168,11 @@ def _replacement(claim_id: str, claim: Any) -> dict[str, Any]:
     _refuse_not_object(claim)
     if claim.get("id", claim_id) != claim_id:
         raise RuleViolations(
-            [RuleViolation("record.key_mismatch", f"a claim's ID never changes ({claim_id})", "id")]
+            [
+                RuleViolation(
+                    RecordCode.KEY_MISMATCH, f"a claim's ID never changes ({claim_id})", "id"
+                )
+            ]
         )
     return {**claim, "id": claim_id}
 

@@ -21,6 +21,7 @@ from typing import Any, Literal, overload
 
 from django.contrib.auth.models import User
 
+from claimsdb.codes import RecordCode
 from claimsdb.records import (
     RecordNotFound,
     RuleViolation,
@@ -189,7 +190,7 @@ def parse_update(kind: str, key: str, document: Any) -> dict[str, Any]:
         raise RuleViolations(
             [
                 RuleViolation(
-                    "record.key_mismatch",
+                    RecordCode.KEY_MISMATCH,
                     f"the document's key {parsed['key']} is not {key}; keys never change",
                     "key",
                 )

@@ -41,6 +41,7 @@ from django.db.models import Max, Subquery
 from django.utils import timezone
 
 from claimsdb import release_facets
+from claimsdb.codes import ReleaseCode
 from claimsdb.models import (
     Release,
     ReleaseChange,
@@ -157,7 +158,7 @@ def release_publish(*, user: User, notes: str) -> Release:
         if not notes:
             problems = [
                 RuleViolation(
-                    "release.notes_required",
+                    ReleaseCode.NOTES_REQUIRED,
                     "a release needs notes saying what it publishes and why",
                     "notes",
                 )
@@ -246,7 +247,7 @@ def _nothing_changed(previous: Release | None) -> RuleViolation:
             f"nothing has changed since release {previous.number}: no record has a new "
             "ready (or active) revision and none was withdrawn; a release would repeat it"
         )
-    return RuleViolation("release.nothing_changed", message, "")
+    return RuleViolation(ReleaseCode.NOTHING_CHANGED, message, "")
 
 
 # --- planning, batch by batch ------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from claimsdb.codes import ClaimCode, DocumentCode, FigureCode, RevisionCode, ScopeCode, StatusCode
 from claimsdb.models import Assessment, AssessmentMethod, Case, Figure, LedgerHead, Revision
 from claimsdb.records import (
     RecordExists,
@@ -114,7 +115,7 @@ def write_records(
         raise RuleViolations(
             [
                 RuleViolation(
-                    "revision.summary_required",
+                    RevisionCode.SUMMARY_REQUIRED,
                     "every change needs a summary saying what changed and why",
                     "summary",
                 )
@@ -182,7 +183,7 @@ def _ready_violations(
         return []
     return [
         RuleViolation(
-            "status.ready_needs_reviewer",
+            StatusCode.READY_NEEDS_REVIEWER,
             f"only a reviewer may set case {write.key} to ready: set it to in_review to "
             "propose it for the next release",
             f"{write.path}.status" if write.path else "status",
@@ -233,7 +234,7 @@ class _PendingIndex:
         """The same claim or figure ID in two cases of one change."""
         paths = {w.key: w.path for w in self.writes if w.kind == "case"}
         problems = []
-        for code, index in (("claim.id_taken", self.claims), ("figure.id_taken", self.figures)):
+        for code, index in ((ClaimCode.ID_TAKEN, self.claims), (FigureCode.ID_TAKEN, self.figures)):
             for item_id, owners in index.items():
                 cases = {case for case, _ in owners}
                 if len(cases) < 2:
@@ -457,7 +458,7 @@ def _as_rule_conflict(
 ) -> RuleViolation:
     keys = ", ".join(sorted(written_rules))
     return RuleViolation(
-        "scope.rule_conflict",
+        ScopeCode.RULE_CONFLICT,
         f"{keys} cannot take effect: existing data already breaks it at "
         f"{violation.record} {violation.path} ({violation.code}: {violation.message}). "
         "Correct that record first.",
@@ -471,7 +472,7 @@ def _rule_self_conflict(write: RecordWrite, state: ScopeState) -> list[RuleViola
     if write.document["status"] == "active" and figure and figure.case == write.document["case"]:
         return [
             RuleViolation(
-                "scope.rule_conflict",
+                ScopeCode.RULE_CONFLICT,
                 f"{figure.describe()} belongs to {figure.case}: a rule cannot forbid attributing "
                 "a figure to its own case",
                 f"{write.path}.case" if write.path else "case",
@@ -505,7 +506,7 @@ def _check_round_trip(writes: list[RecordWrite]) -> dict[RecordId, dict[str, Any
             path = f"{write.path}.{change.path}" if write.path else change.path
             problems.append(
                 RuleViolation(
-                    "document.inconsistent",
+                    DocumentCode.INCONSISTENT,
                     f"{write.label} would read back differently here ({change.op}: "
                     f"{json.dumps(change.old, ensure_ascii=False)} → "
                     f"{json.dumps(change.new, ensure_ascii=False)}); another document of the "
