@@ -10,14 +10,18 @@ Two views of the knowledge base:
   never released, claims not in the released document, unreleased revisions and the
   working state do not exist for them.
 
-The released record is read through ``claimsdb.public``, so the pages and the API show the
-public the same thing. The web (``web/access.py``) and the API (``api/visibility.py``,
-``api/permissions.py``) only adapt these answers to their requests and their errors.
+This module is the only place that decides it; the released record is read through
+``claimsdb.public``, so the pages and the API show the public the same thing. The others
+only adapt these answers: ``web/access.py`` to pages (a 404 for what a request may not see,
+sign-in and 403 for editing pages), ``api/visibility.py`` to the API's answers (the
+documents of a page of a list, the fast path of a case's GET) and ``api/permissions.py``
+to its early refusals of writes.
 
-A user's role is read once per request: with the signed-in user when it came from a
-session (``permissions.loaded_role``), and kept on the user object, which Django and DRF
-load once per request. It decides what to show and refuses early; the services look the
-role up again inside every writing transaction.
+A user's role is read once per request: with the signed-in user, when it came from a
+session (``signin.ThrottledModelBackend.get_user`` reads its rank and
+``permissions.loaded_role`` answers from it), and kept on the user object, which Django and
+DRF load once per request. It decides what to show and refuses early; the services look
+the role up again inside every writing transaction.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as Account
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from claimsdb import public
@@ -37,7 +42,7 @@ from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors.revisions import latest_revision_number, record_revision
 from claimsdb.services.permissions import RANK, loaded_role
 
-User = AbstractBaseUser | AnonymousUser | None
+User = Account | AnonymousUser | None
 # Where a user object keeps its role for the rest of the request (``role``).
 _ROLE = "_claimsdb_role"
 
@@ -137,12 +142,15 @@ def visible_claim(user: User, claim_id: str) -> VisibleClaim | None:
     through the claim-ID reservations, which outlive claims removed from the working state.)
     """
     if may_read_working_state(user):
-        owners = Claim.objects.filter(claim_id=claim_id).values_list("case__key", flat=True)
-    else:
-        owners = ClaimIdReservation.objects.filter(claim_id=claim_id).values_list(
-            "case_key", flat=True
+        case_key = (
+            Claim.objects.filter(claim_id=claim_id).values_list("case__key", flat=True).first()
         )
-    case_key = owners.first()
+    else:
+        case_key = (
+            ClaimIdReservation.objects.filter(claim_id=claim_id)
+            .values_list("case_key", flat=True)
+            .first()
+        )
     if case_key is None:
         return None
     case = visible_document(user, "case", case_key)

@@ -163,7 +163,9 @@ def _live_record_problems(kind: str, batch_size: int, progress: Progress) -> Ite
     """Each live record of ``kind`` against its latest snapshot: a fixed number of queries
     for a batch's documents (``document_batches``) and one for its latest revisions."""
     batches = in_key_order(document_batches(kind, batch_size=batch_size))
-    for documents in reported_batches(f"{kind}s", lambda: record_count(kind), batches, progress):
+    for documents in reported_batches(
+        record_kinds.get(kind).plural, lambda: record_count(kind), batches, progress
+    ):
         latest = _latest_snapshots(kind, [document["key"] for document in documents])
         for document in documents:
             found = latest.get(document["key"])

@@ -32,7 +32,7 @@ from claimsdb.records.stream import (
 )
 from claimsdb.selectors.scope import figure_row, scope_sections
 
-CHANGE_VERBS = {
+CHANGE_VERBS: dict[str, str] = {
     ReleaseChange.NEW: "new in release",
     ReleaseChange.UPDATED: "updated in release",
     ReleaseChange.WITHDRAWN: "withdrawn in release",
@@ -77,17 +77,17 @@ def release_entries(release: Release, *, with_snapshots: bool = False) -> list[R
     entries = ReleaseEntry.objects.filter(release=release).select_related("revision")
     if not with_snapshots:
         entries = entries.defer("revision__snapshot")
-    entries = list(entries)
+    rows = list(entries)
     previous = {
         (kind, key): number
         for kind, key, number in ReleaseEntry.objects.filter(
             release__number=release.number - 1
         ).values_list("record_kind", "record_key", "revision__number")
     }
-    for entry in entries:
+    for entry in rows:
         entry.previous_revision = previous.get((entry.record_kind, entry.record_key))
-    entries.sort(key=lambda e: (record_kinds.listing_rank(e.record_kind), e.record_key))
-    return entries
+    rows.sort(key=lambda e: (record_kinds.listing_rank(e.record_kind), e.record_key))
+    return rows
 
 
 def revision_titles(revision_ids: list[int]) -> dict[int, str]:
@@ -120,7 +120,7 @@ def release_bundle_lists(
     for kind in record_kinds.in_bundle_file_order():
         lists[kind.plural] = reported_documents(
             kind.plural,
-            lambda kind=kind.name: entries.filter(record_kind=kind).count(),
+            entries.filter(record_kind=kind.name).count,
             in_key_order(_release_document_batches(release, kind.name, batch_size)),
             progress,
         )
@@ -228,7 +228,7 @@ class ReleasedRecords:
     def __bool__(self) -> bool:
         return self.entries.exists()
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
             return [self._item(entry) for entry in self.entries[index]]
         return self._item(self.entries[index])
@@ -458,7 +458,7 @@ def material_history(kind: str, key: str, *, public: bool) -> list[dict[str, Any
                 "release_date": published_at.astimezone(dt.UTC).date() if published_at else None,
                 "change": change,
                 "published": number in published,
-                "release_label": f"{CHANGE_VERBS[change]} {release}" if release else NOT_RELEASED,
+                "release_label": f"{CHANGE_VERBS[change]} {release}" if change else NOT_RELEASED,
             }
         )
     return history

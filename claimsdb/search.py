@@ -18,8 +18,9 @@ Highlighted text is escaped before any markup is added: see ``Highlighted``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank
 from django.core.paginator import Page, Paginator
@@ -60,7 +61,7 @@ class SearchResults:
     query: str
     kind: str  # "" for every kind
     counts: dict[str, int]  # hits of each kind, whatever ``kind`` is
-    page: Page  # of SearchHit
+    page: Page[SearchHit]
 
     @property
     def total(self) -> int:
@@ -86,7 +87,7 @@ def search(
     kind = kind if kind in KINDS else ""
     scope = SearchScope.RELEASED if released else SearchScope.WORKING
     if not query:
-        empty = Paginator([], per_page).get_page(1)
+        empty = Paginator[SearchHit]([], per_page).get_page(1)
         return SearchResults(query, kind, dict.fromkeys(KINDS, 0), empty)
     found = _matching(SearchEntry.objects.filter(scope=scope), query)
     counts = dict.fromkeys(KINDS, 0)
@@ -94,17 +95,16 @@ def search(
     if kind:
         found = found.filter(kind=kind)
     total = counts[kind] if kind else sum(counts.values())
-    paginator = Paginator(_Counted(_ordered(found, query), total), per_page)
-    results = paginator.get_page(page)
-    results.object_list = [_hit(row, query) for row in results.object_list]
-    return SearchResults(query, kind, counts, results)
+    paginator = Paginator(_Counted(_ordered(found, query), total, query), per_page)
+    return SearchResults(query, kind, counts, paginator.get_page(page))
 
 
 class _Counted:
-    """A query set the paginator need not count: the counts query already did."""
+    """The hits of a search, for a paginator that need not count them: the counts query
+    already did. A page of them is one query."""
 
-    def __init__(self, queryset: QuerySet, total: int) -> None:
-        self.queryset, self.total = queryset, total
+    def __init__(self, rows: QuerySet[SearchEntry, dict[str, Any]], total: int, query: str):
+        self.rows, self.total, self.query = rows, total, query
 
     def count(self) -> int:
         return self.total
@@ -112,8 +112,19 @@ class _Counted:
     def __len__(self) -> int:
         return self.total
 
-    def __getitem__(self, index):
-        return list(self.queryset[index]) if self.total else []
+    def __iter__(self) -> Iterator[SearchHit]:
+        return iter(self[0 : self.total])
+
+    @overload
+    def __getitem__(self, index: int) -> SearchHit: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SearchHit]: ...
+
+    def __getitem__(self, index: int | slice) -> SearchHit | list[SearchHit]:
+        if isinstance(index, int):
+            return _hit(self.rows[index], self.query)
+        return [_hit(row, self.query) for row in self.rows[index]] if self.total else []
 
 
 FIELDS = ("kind", "key", "case_key", "status", "source_kind", "revision")
@@ -136,7 +147,7 @@ def _words(query: str) -> list[str]:
     return query.split()
 
 
-def _matching(entries: QuerySet, query: str) -> QuerySet:
+def _matching(entries: QuerySet[SearchEntry], query: str) -> QuerySet[SearchEntry]:
     if _postgresql():
         return entries.filter(Q(vector=_text_query(query)) | _exact_key(query))
     every_word = Q()
@@ -145,7 +156,7 @@ def _matching(entries: QuerySet, query: str) -> QuerySet:
     return entries.filter(every_word | _exact_key(query))
 
 
-def _ordered(found: QuerySet, query: str) -> QuerySet:
+def _ordered(found: QuerySet[SearchEntry], query: str) -> QuerySet[SearchEntry, dict[str, Any]]:
     exact = Case(
         When(_exact_key(query), then=Value(1)), default=Value(0), output_field=IntegerField()
     )
@@ -154,11 +165,28 @@ def _ordered(found: QuerySet, query: str) -> QuerySet:
         return found.order_by("-exact", "kind", "key").values(*FIELDS, "title", "text")
     text_query = _text_query(query)
 
-    def headline(field: str, **options) -> SearchHeadline:
+    def headline(
+        field: str,
+        *,
+        highlight_all: bool | None = None,
+        max_words: int | None = None,
+        min_words: int | None = None,
+        max_fragments: int | None = None,
+        fragment_delimiter: str | None = None,
+    ) -> SearchHeadline:
         # the markers are removed from the text first: each one in the output is a match
         bare = Replace(Replace(field, Value(START), Value("")), Value(STOP), Value(""))
         return SearchHeadline(
-            bare, text_query, config=SEARCH_CONFIG, start_sel=START, stop_sel=STOP, **options
+            bare,
+            text_query,
+            config=SEARCH_CONFIG,
+            start_sel=START,
+            stop_sel=STOP,
+            highlight_all=highlight_all,
+            max_words=max_words,
+            min_words=min_words,
+            max_fragments=max_fragments,
+            fragment_delimiter=fragment_delimiter,
         )
 
     return (
@@ -235,7 +263,8 @@ def highlight(text: str, words: list[str], *, excerpt_words: int | None = None) 
     pattern = re.compile(
         "|".join(re.escape(w) for w in sorted(wanted, key=len, reverse=True)), re.IGNORECASE
     )
-    parts, end = [], 0
+    parts: list[str] = []
+    end = 0
     for match in pattern.finditer(text):
         parts.append(escape(text[end : match.start()]))
         parts.append(f"<mark>{escape(match.group())}</mark>")

@@ -31,7 +31,9 @@ from django.core.cache import cache
 from django.dispatch import receiver
 from django.http import HttpRequest
 
-CODE = "signin.throttled"
+from claimsdb.codes import SigninCode
+
+CODE = SigninCode.THROTTLED
 
 
 @dataclass(frozen=True)

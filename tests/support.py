@@ -122,12 +122,13 @@ def edit_case(user: User, key: str, summary: str = "Edit", **fields) -> int:
     return outcome.revision.number
 
 
-def create_source(user: User, key: str, title: str = "A new source") -> int:
-    """A new active source; the number of its first revision."""
-    document = {
+def source_document(key: str = "SRC-NEW", **fields: Any) -> dict[str, Any]:
+    """A valid ``claimsdb.source/1`` document: an active source of kind ``other``, its
+    optional fields empty; ``fields`` replace any of it."""
+    return {
         "format": "claimsdb.source/1",
         "key": key,
-        "title": title,
+        "title": "New",
         "kind": "other",
         "publisher": "",
         "url": "",
@@ -136,7 +137,28 @@ def create_source(user: User, key: str, title: str = "A new source") -> int:
         "reliability": "",
         "notes": "",
         "status": "active",
+        **fields,
     }
+
+
+def rule_document(
+    key: str, figure: str, case: str, status: str = "active", *, reason: str = "Because."
+) -> dict[str, Any]:
+    """A ``claimsdb.rule/1`` document: ``figure`` may not be attributed to ``case``."""
+    return {
+        "format": "claimsdb.rule/1",
+        "key": key,
+        "kind": "non_attribution",
+        "status": status,
+        "figure": figure,
+        "case": case,
+        "reason": reason,
+    }
+
+
+def create_source(user: User, key: str, title: str = "A new source") -> int:
+    """A new active source; the number of its first revision."""
+    document = source_document(key, title=title)
     return source_create(user=user, document=document, summary="New source").revision.number
 
 

@@ -4,6 +4,7 @@ the one error shape — every refusal with its code and path, and nothing writte
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ from claimsdb.models import Revision
 from claimsdb.records import record_document
 from claimsdb.services import case_update, record_create
 
+from . import support
 from .concurrent_writes import limits_set_by, meddle
-from .support import body, case_doc, latest, state, token_client
+from .support import body, case_doc, latest, source_document, state, token_client
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_cache")]
 
@@ -296,27 +298,8 @@ def test_other_list_filters(analyst_client, url, expected):
 # --- writing records ----------------------------------------------------------------------
 
 
-def new_case(key="CP22-010") -> dict:
-    return {
-        "format": "claimsdb.case/1",
-        "key": key,
-        "title": "A new case",
-        "status": "draft",
-        "summary": "",
-        "scope_note": "",
-        "account": "",
-        "basis": "",
-        "limits": "",
-        "tags": ["kv-cache"],
-        "claims": [],
-        "assessments": [],
-        "controls": [],
-        "unknowns": [],
-        "figures": [],
-        "attributions": [],
-        "relations": [],
-        "reproduction_runs": [],
-    }
+def new_case(key: str = "CP22-010") -> dict:
+    return support.new_case(key, title="A new case", tags=["kv-cache"])
 
 
 def test_post_creates_a_record_with_one_revision(analyst_client, analyst):
@@ -627,33 +610,9 @@ def add_own_figure(seed, user):
     case_update(user=user, key="CP22-003", document=document, summary="Own figure")
 
 
-def source_document(**fields) -> dict:
-    return {
-        "format": "claimsdb.source/1",
-        "key": "SRC-NEW",
-        "title": "New",
-        "kind": "other",
-        "publisher": "",
-        "url": "",
-        "published_on": None,
-        "accessed_on": None,
-        "reliability": "",
-        "notes": "",
-        **fields,
-    }
-
-
-def rule_document(**fields) -> dict:
-    return {
-        "format": "claimsdb.rule/1",
-        "key": "RULE-NEW",
-        "kind": "non_attribution",
-        "status": "active",
-        "figure": FIGURE,
-        "case": "CP22-003",
-        "reason": "Because.",
-        **fields,
-    }
+rule_document = functools.partial(
+    support.rule_document, key="RULE-NEW", figure=FIGURE, case="CP22-003"
+)
 
 
 def method_document(seed) -> dict:

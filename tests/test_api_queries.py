@@ -11,12 +11,11 @@ from rest_framework.test import APIClient
 from claimsdb.services import case_create, case_update
 from claimsdb.services.releases import release_publish
 
-from .support import case_doc, get_queries, token_client
+from .support import case_doc, get_queries, numbered_claim, token_client
 
 pytestmark = pytest.mark.django_db
 
 API = "/api/v1"
-SOURCE = "SRC-SGLANG-KV-TRANSFER-SAFETY"
 
 
 @pytest.fixture
@@ -30,24 +29,10 @@ def client(seeded, viewer) -> APIClient:
     return token_client(viewer)
 
 
-def claim(case_key: str, index: int, links: int) -> dict:
-    return {
-        "id": f"CLM-{case_key}-{index:03d}",
-        "statement": f"Claim {index}.",
-        "status": "supported",
-        "status_note": "",
-        "basis": "reported_finding",
-        "origin": "human",
-        "evidence": [
-            {"source": SOURCE, "relation": "supports", "locator": f"part {n}"} for n in range(links)
-        ],
-    }
-
-
 def grow_seed_case(seed: dict, user, *, claims: int, links: int, edits: int) -> None:
     """CP22-003 with many more claims, links and revisions."""
     document = case_doc(seed, "CP22-003")
-    document["claims"] += [claim("CP22-003", n, links) for n in range(claims)]
+    document["claims"] += [numbered_claim("CP22-003", n, links) for n in range(claims)]
     case_update(user=user, key="CP22-003", document=document, summary="Many claims")
     for n in range(edits):
         document["summary"] = f"Edit {n}"
@@ -61,7 +46,7 @@ def add_cases(seed: dict, user, count: int, *, claims: int, links: int) -> None:
         document = case_doc(seed, "CP22-003")
         document.update(
             key=key,
-            claims=[claim(key, i, links) for i in range(claims)],
+            claims=[numbered_claim(key, i, links) for i in range(claims)],
             assessments=[],
             relations=[],
             tags=["bulk", "kv-cache", f"bulk-{n}"],

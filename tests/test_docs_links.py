@@ -7,6 +7,8 @@ blocks and inline code are not links, as on GitHub; anchors are GitHub's heading
 
 from __future__ import annotations
 
+import importlib
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -120,3 +122,69 @@ def test_a_broken_link_and_a_missing_anchor_are_found(tmp_path: Path):
         "other.md#nowhere: no heading with that anchor",
         "#nowhere-here: no heading with that anchor",
     ]
+
+
+# --- names of the code ----------------------------------------------------------------------
+
+# Files the pages name before they exist: "Adding a record kind" (development.md) walks
+# through the files a new kind adds.
+NOT_YET_WRITTEN = {"claimsdb/models/components.py"}
+CODE_PATH = re.compile(r"(?<![\w/.-])claimsdb/[\w/.-]*[\w/]")
+FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+# A dotted name of the package: not a format (claimsdb.case/1), a host (claimsdb.example/…)
+# or a file (var/claimsdb.sqlite3).
+DOTTED_NAME = re.compile(r"(?<![\w/.-])claimsdb(?:\.[A-Za-z_]\w*)+(?![\w/.-])")
+
+
+def missing_paths(path: Path, root: Path = ROOT) -> list[str]:
+    """The ``claimsdb/…`` files and folders a page names that are not in the tree."""
+    named = CODE_PATH.findall(path.read_text(encoding="utf-8"))
+    return sorted({p for p in named if p not in NOT_YET_WRITTEN and not (root / p).exists()})
+
+
+def _resolves(name: str) -> bool:
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+def unresolved_names(path: Path) -> list[str]:
+    """The dotted names (``claimsdb.selectors.scope.case_scope``) a page writes in inline
+    code that name no module or no attribute of one. Code blocks are examples: left out."""
+    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    names = {name for span in CODE_SPAN.findall(text) for name in DOTTED_NAME.findall(span)}
+    return sorted(name for name in names if not _resolves(name))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_file_of_the_package_named_exists(page: Path):
+    assert missing_paths(page) == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_dotted_name_of_the_package_imports(page: Path):
+    assert unresolved_names(page) == []
+
+
+def test_a_gone_file_and_a_gone_name_are_found(tmp_path: Path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Reads live in `claimsdb/selectors.py` and `claimsdb/selectors/scope.py`, the policy\n"
+        "in claimsdb/access.py; formats are `claimsdb.case/1`, the file var/claimsdb.sqlite3.\n"
+        "See `claimsdb.selectors.case_scope`, `claimsdb.selectors.scope.case_scope`,\n"
+        "`claimsdb.nowhere.thing` and `claimsdb.access`.\n\n"
+        "```\nclaimsdb.gone_in_a_block()\n```\n",
+        encoding="utf-8",
+    )
+    assert missing_paths(page) == ["claimsdb/selectors.py"]
+    assert unresolved_names(page) == ["claimsdb.nowhere.thing", "claimsdb.selectors.case_scope"]

@@ -36,25 +36,9 @@ from claimsdb.services import releases as release_service
 from claimsdb.services.ledger import chain_hash
 from claimsdb.services.releases import release_plan, release_publish
 
-from .support import api_client, case_doc, get_queries, queries_of
+from .support import api_client, case_doc, get_queries, queries_of, source_document
 
 pytestmark = pytest.mark.django_db
-
-
-def source_document(key: str, index: int) -> dict:
-    return {
-        "format": "claimsdb.source/1",
-        "key": key,
-        "title": f"Bulk source {index}",
-        "kind": "other" if index % 2 else "dataset",
-        "publisher": "",
-        "url": "",
-        "published_on": None,
-        "accessed_on": None,
-        "reliability": "",
-        "notes": "",
-        "status": "active",
-    }
 
 
 def bulk_sources(user, prefix: str, count: int) -> None:
@@ -65,7 +49,9 @@ def bulk_sources(user, prefix: str, count: int) -> None:
     sources, revisions = [], []
     for index in range(count):
         key = f"SRC-{prefix}-{index:06d}"
-        document = source_document(key, index)
+        document = source_document(
+            key, title=f"Bulk source {index}", kind="other" if index % 2 else "dataset"
+        )
         snapshot = dumps_compact(document)
         digest = sha256_text(snapshot)
         number += 1

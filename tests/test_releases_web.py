@@ -23,6 +23,7 @@ from .support import (
     latest,
     parse_bibtex,
     signed_in,
+    source_document,
 )
 
 pytestmark = pytest.mark.django_db
@@ -80,19 +81,7 @@ def test_release_pages_query_counts_are_flat(released, analyst, reviewer, client
     for index in range(5):
         source_create(
             user=analyst,
-            document={
-                "format": "claimsdb.source/1",
-                "key": f"SRC-MORE-{index}",
-                "title": f"More {index}",
-                "kind": "other",
-                "publisher": "",
-                "url": "",
-                "published_on": None,
-                "accessed_on": None,
-                "reliability": "",
-                "notes": "",
-                "status": "active",
-            },
+            document=source_document(f"SRC-MORE-{index}", title=f"More {index}"),
             summary="More",
         )
         release_publish(user=reviewer, notes=f"Release {index + 2}")

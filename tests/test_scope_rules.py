@@ -4,6 +4,7 @@ and the seed's scenarios through every write path."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from claimsdb.services import (
     rule_withdraw,
 )
 
-from .support import attribute, bundle_of, case_doc, new_case, relate
+from .support import attribute, bundle_of, case_doc, new_case, relate, rule_document
 
 pytestmark = pytest.mark.django_db
 
@@ -342,21 +343,13 @@ def test_refusal_message_names_rule_figure_case_and_path(seeded, analyst):
 # --- scope rules are records with their own history --------------------------------------
 
 
-def rule_doc(
+rule_doc = functools.partial(
+    rule_document,
     key="RULE-CP22-004-NOT-CP22-003",
     figure="FIG-CP22-004-RESPONSES",
     case="CP22-003",
-    status="active",
-):
-    return {
-        "format": "claimsdb.rule/1",
-        "key": key,
-        "kind": "non_attribution",
-        "status": status,
-        "figure": figure,
-        "case": case,
-        "reason": "The forty responses belong to CP22-004.",
-    }
+    reason="The forty responses belong to CP22-004.",
+)
 
 
 def test_only_reviewers_manage_rules(seeded, analyst, reviewer):

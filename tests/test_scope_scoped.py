@@ -5,6 +5,7 @@ size."""
 from __future__ import annotations
 
 import copy
+import functools
 import tracemalloc
 from contextlib import contextmanager
 
@@ -22,6 +23,7 @@ from claimsdb.rules.scope import bridge_hits, non_attribution_hits
 from claimsdb.services import bundle_load, case_update, writer
 from claimsdb.services.writer import RecordWrite, write_records
 
+from . import support
 from .support import load_seed_bundle, new_case
 
 pytestmark = pytest.mark.django_db
@@ -232,16 +234,7 @@ def add_relation(cases: dict, a: str, b: str, kind: str) -> None:
             relations.sort(key=lambda r: (r["case"], r["kind"]))
 
 
-def rule_document(key: str, figure: str, case: str, status: str) -> dict:
-    return {
-        "format": "claimsdb.rule/1",
-        "key": key,
-        "kind": "non_attribution",
-        "status": status,
-        "figure": figure,
-        "case": case,
-        "reason": "They are different events.",
-    }
+rule_document = functools.partial(support.rule_document, reason="They are different events.")
 
 
 # -- random changes ---------------------------------------------------------------------

@@ -10,7 +10,7 @@ from claimsdb.records import record_document
 from claimsdb.services import record_create, record_update
 from claimsdb.web.markdown import render_markdown
 
-from .support import assert_inert, signed_in, submit
+from .support import assert_inert, signed_in, source_document, submit
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -89,19 +89,7 @@ def hostile(seeded, reviewer):
         kind="source",
         user=reviewer,
         summary="data url source",
-        document={
-            "format": "claimsdb.source/1",
-            "key": "SRC-XSS-DATA",
-            "title": "data",
-            "kind": "other",
-            "publisher": "",
-            "url": "",
-            "published_on": None,
-            "accessed_on": None,
-            "reliability": "",
-            "notes": "",
-            "status": "active",
-        },
+        document=source_document("SRC-XSS-DATA", title="data"),
     )
     # Writes refuse such URLs now (source.url_scheme); records stored before that still hold
     # them, and pages must keep them inert.

@@ -21,6 +21,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from claimsdb.codes import DrfCode, RecordCode, RevisionCode
 from claimsdb.records import RuleViolation, StaleRevision
 from claimsdb.selectors.revisions import latest_revision_number
 from claimsdb.services import ANY_REVISION
@@ -60,7 +61,7 @@ def write_params(request: Request) -> dict[str, Any]:
         raise RequestViolations(
             [
                 RuleViolation(
-                    "revision.material_invalid",
+                    RevisionCode.MATERIAL_INVALID,
                     f"material must be true or false, not {raw!r}",
                     "material",
                 )
@@ -77,7 +78,7 @@ def int_param(value: Any, name: str, *, minimum: int = 0) -> int:
         number = None
     if number is None or not minimum <= number <= MAX_INT:
         raise RequestViolations(
-            [RuleViolation("invalid", f"{name} must be an integer ≥ {minimum}", name)]
+            [RuleViolation(DrfCode.INVALID, f"{name} must be an integer ≥ {minimum}", name)]
         )
     return number
 
@@ -93,12 +94,12 @@ class RefuseNul:
         super().initial(request, *args, **kwargs)
         if any("\x00" in str(value) for value in kwargs.values()):
             raise RequestViolations(
-                [RuleViolation("record.not_found", "there is no such record", "")], 404
+                [RuleViolation(RecordCode.NOT_FOUND, "there is no such record", "")], 404
             )
         for name, values in request.query_params.lists():
             if "\x00" in name or any("\x00" in value for value in values):
                 raise RequestViolations(
-                    [RuleViolation("invalid", "must not contain NUL characters", name)]
+                    [RuleViolation(DrfCode.INVALID, "must not contain NUL characters", name)]
                 )
 
 
@@ -161,7 +162,7 @@ def expected_revision(request: Request, kind: str, key: str, *, required: bool =
         raise RequestViolations(
             [
                 RuleViolation(
-                    "revision.precondition_invalid",
+                    RevisionCode.PRECONDITION_INVALID,
                     f'If-Match must be * or quoted revision numbers such as "14", not {header!r}',
                     "If-Match",
                 )
@@ -181,7 +182,7 @@ def expected_revision(request: Request, kind: str, key: str, *, required: bool =
     if not numbers:
         stale.violations = [
             RuleViolation(
-                "revision.stale",
+                RevisionCode.STALE,
                 f"If-Match {header} names no revision of {label} (a weak tag never matches); "
                 f'its latest revision is {current}: send If-Match: "{current}" after reloading '
                 "it",

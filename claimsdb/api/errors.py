@@ -36,6 +36,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
+from claimsdb.codes import DrfCode, RecordCode, RequestCode, RevisionCode, ServerCode
 from claimsdb.records import (
     PermissionDenied,
     RecordExists,
@@ -95,7 +96,7 @@ PRECONDITION_REQUIRED = (
 
 def precondition_required() -> RequestViolations:
     """A whole-record PUT without ``If-Match`` (HTTP 428)."""
-    violation = RuleViolation("revision.precondition_required", PRECONDITION_REQUIRED, "If-Match")
+    violation = RuleViolation(RevisionCode.PRECONDITION_REQUIRED, PRECONDITION_REQUIRED, "If-Match")
     return RequestViolations([violation], status_code=428)
 
 
@@ -108,7 +109,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, RuleViolations):
         return _refusal(400, CHANGE_REFUSED, exc.violations)
     if isinstance(exc, RecordNotFound):
-        violation = RuleViolation("record.not_found", f"there is no {exc.kind} {exc.key}", "")
+        violation = RuleViolation(RecordCode.NOT_FOUND, f"there is no {exc.kind} {exc.key}", "")
         return _refusal(404, TITLES[404], [violation])
     if isinstance(exc, PermissionDenied):
         return _refusal(403, TITLES[403], [exc.violation])
@@ -127,13 +128,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         )
         return response
     logger.exception("unhandled error in an API view", exc_info=exc)
-    violation = RuleViolation("server.error", "an internal error occurred; it has been logged")
+    violation = RuleViolation(ServerCode.ERROR, "an internal error occurred; it has been logged")
     return _refusal(500, TITLES[500], [violation])
 
 
 def too_large_violation() -> RuleViolation:
     return RuleViolation(
-        "request.too_large",
+        RequestCode.TOO_LARGE,
         f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes, the "
         "most a document may be (docs/limits.md)",
         "",
@@ -163,7 +164,7 @@ def violations_from_detail(detail: Any, path: str = "") -> Iterator[RuleViolatio
         for index, item in enumerate(detail):
             yield from violations_from_detail(item, f"{path}[{index}]" if nested else path)
     else:
-        code = getattr(detail, "code", None) or "invalid"
+        code = getattr(detail, "code", None) or DrfCode.INVALID
         yield RuleViolation(str(code), str(detail), path)
 
 
@@ -177,7 +178,7 @@ def not_found_handler(request: HttpRequest, exception: Exception | None = None) 
     if not request.path_info.startswith(API_PREFIX):
         return page_not_found(request, exception)
     violation = RuleViolation(
-        "not_found",
+        DrfCode.NOT_FOUND,
         f"there is no API endpoint at {request.path}; the endpoints are listed in the schema "
         "at /api/v1/schema/",
         "",

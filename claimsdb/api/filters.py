@@ -30,6 +30,7 @@ from claimsdb.choices import (
     RevisionAction,
     SourceKind,
 )
+from claimsdb.codes import DrfCode
 from claimsdb.models import (
     Assessment,
     AssessmentMethod,
@@ -82,7 +83,7 @@ class StrictBooleanField(forms.Field):
             return True
         if text in {"false", "0"}:
             return False
-        raise forms.ValidationError("must be true or false", code="invalid")
+        raise forms.ValidationError("must be true or false", code=DrfCode.INVALID)
 
 
 class StrictBooleanFilter(filters.BooleanFilter):

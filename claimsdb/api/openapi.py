@@ -18,14 +18,12 @@ from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 
-from claimsdb.codes import CODES
+from claimsdb.codes import CODES, DrfCode
 from claimsdb.records import schema as record_schema
 from claimsdb.records.kinds import record_kinds
 
 from .errors import PRECONDITION_REQUIRED
 
-KIND_COMPONENTS = {kind.name: kind.component for kind in record_kinds}
-KIND_FORMATS = {kind.name: kind.format for kind in record_kinds}
 NAMED_FIELDS = {
     id(record_schema.CLAIM): "Claim",
     id(record_schema.EVIDENCE_LINK): "EvidenceLink",
@@ -39,7 +37,7 @@ def ref(name: str) -> dict[str, str]:
 
 
 def document_ref(kind: str) -> dict[str, str]:
-    return ref(f"{KIND_COMPONENTS[kind]}Document")
+    return ref(f"{record_kinds.get(kind).component}Document")
 
 
 # --- components from the record schemas ---------------------------------------------------
@@ -115,26 +113,27 @@ def patch_schema(document: dict[str, Any], description: str) -> dict[str, Any]:
     }
 
 
+# DRF's own codes the schema names, from the one vocabulary (claimsdb.codes.DrfCode).
 DRF_CODES = (
-    "not_authenticated",
-    "authentication_failed",
-    "permission_denied",
-    "not_found",
-    "parse_error",
-    "method_not_allowed",
-    "not_acceptable",
-    "unsupported_media_type",
-    "throttled",
-    "invalid",
-    "required",
-    "invalid_choice",
-    "authorization",
+    DrfCode.NOT_AUTHENTICATED,
+    DrfCode.AUTHENTICATION_FAILED,
+    DrfCode.PERMISSION_DENIED,
+    DrfCode.NOT_FOUND,
+    DrfCode.PARSE_ERROR,
+    DrfCode.METHOD_NOT_ALLOWED,
+    DrfCode.NOT_ACCEPTABLE,
+    DrfCode.UNSUPPORTED_MEDIA_TYPE,
+    DrfCode.THROTTLED,
+    DrfCode.INVALID,
+    DrfCode.REQUIRED,
+    DrfCode.INVALID_CHOICE,
+    DrfCode.AUTHORIZATION,
 )
 
 
 def error_components() -> dict[str, Any]:
     codes = "\n".join(f"- `{code}`: {meaning}" for code, meaning in sorted(CODES.items()))
-    drf = ", ".join(f"`{code}`" for code in DRF_CODES)
+    drf = ", ".join(f"`{code.value}`" for code in DRF_CODES)
     return {
         "Error": {
             "type": "object",
@@ -170,14 +169,13 @@ def components() -> dict[str, Any]:
     """Every component the views refer to with ``ref()``."""
     result: dict[str, Any] = {}
     for entry in record_kinds:
-        kind, spec = entry.name, entry.schema
-        name = KIND_COMPONENTS[kind]
-        document = field_schema(spec, result, top=True)
-        document["description"] = f"A `{KIND_FORMATS[kind]}` document (docs/record-format.md)."
+        name = entry.component
+        document = field_schema(entry.schema, result, top=True)
+        document["description"] = f"A `{entry.format}` document (docs/record-format.md)."
         result[f"{name}Document"] = document
         result[f"{name}Patch"] = patch_schema(
             document,
-            f"An RFC 7386 JSON merge patch of a `{KIND_FORMATS[kind]}` document: the fields "
+            f"An RFC 7386 JSON merge patch of a `{entry.format}` document: the fields "
             "given replace the record's (lists whole), `null` removes a field the format lets "
             "you leave out.",
         )
@@ -208,7 +206,7 @@ def components() -> dict[str, Any]:
 def ledger_components() -> dict[str, Any]:
     revision_properties = {
         "number": {"type": "integer", "description": "the global revision number"},
-        "record_kind": {"type": "string", "enum": list(KIND_COMPONENTS)},
+        "record_kind": {"type": "string", "enum": record_kinds.names()},
         "record_key": {"type": "string"},
         "action": {
             "type": "string",
@@ -235,12 +233,11 @@ def ledger_components() -> dict[str, Any]:
             "properties": {
                 **revision_properties,
                 "snapshot": {
-                    "oneOf": [document_ref(kind) for kind in KIND_COMPONENTS],
+                    "oneOf": [document_ref(kind.name) for kind in record_kinds],
                     "discriminator": {
                         "propertyName": "format",
                         "mapping": {
-                            KIND_FORMATS[kind]: document_ref(kind)["$ref"]
-                            for kind in KIND_COMPONENTS
+                            kind.format: document_ref(kind.name)["$ref"] for kind in record_kinds
                         },
                     },
                 },

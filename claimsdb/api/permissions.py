@@ -23,6 +23,7 @@ from __future__ import annotations
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from claimsdb.access import holds_role, may_read_working_state
+from claimsdb.codes import PermissionCode
 from claimsdb.records.kinds import record_kinds
 
 ANYONE = "anyone"  # a read role: no credentials needed; visibility decides what is seen
@@ -33,7 +34,7 @@ class RolePermission(BasePermission):
 
     read_role = "viewer"
     write_role = "reviewer"
-    code = "permission.denied"
+    code = PermissionCode.DENIED
     message = "this needs a role you do not hold"
 
     def required_role(self, request, view) -> str:

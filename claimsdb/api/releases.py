@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from claimsdb import http_caching, public
+from claimsdb.codes import DocumentCode, PermissionCode, ReleaseCode
 from claimsdb.models import Release
 from claimsdb.records import RuleViolation, iter_pretty_bundle
 from claimsdb.records.kinds import record_kinds
@@ -39,7 +40,7 @@ RELEASE_NUMBER = re.compile(r"[1-9][0-9]{0,8}")
 class ReleasePermission(BasePermission):
     """Anyone reads releases (they are the public record); only reviewers publish."""
 
-    code = "permission.denied"
+    code = PermissionCode.DENIED
     message = "publishing a release needs the reviewer role"
 
     def has_permission(self, request, view) -> bool:
@@ -97,7 +98,7 @@ def _release_or_404(number: int | str) -> Release:
     text = str(number)
     release = public.release_get(int(text)) if RELEASE_NUMBER.fullmatch(text) else None
     if release is None:
-        raise NotFound(f"there is no release {number}", code="release.not_found")
+        raise NotFound(f"there is no release {number}", code=ReleaseCode.NOT_FOUND)
     return release
 
 
@@ -121,19 +122,19 @@ class ReleaseListView(ReleaseBase):
         body = request.data
         if not isinstance(body, dict):
             raise RequestViolations(
-                [RuleViolation("document.type", "the body must be an object with notes", "")]
+                [RuleViolation(DocumentCode.TYPE, "the body must be an object with notes", "")]
             )
         notes = body.get("notes", "")
         if not isinstance(notes, str):
             raise RequestViolations(
-                [RuleViolation("document.type", "notes must be a string", "notes")]
+                [RuleViolation(DocumentCode.TYPE, "notes must be a string", "notes")]
             )
         unknown = sorted(set(body) - {"notes"})
         if unknown:
             raise RequestViolations(
                 [
                     RuleViolation(
-                        "document.unknown_field", f"{name!r} is not a field of a release", name
+                        DocumentCode.UNKNOWN_FIELD, f"{name!r} is not a field of a release", name
                     )
                     for name in unknown
                 ]

@@ -22,6 +22,8 @@ from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
+from claimsdb.codes import DocumentCode, DrfCode, PaginationCode
+
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
@@ -35,17 +37,17 @@ class DocumentJSONParser(JSONParser):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ParseError(f"the body is not UTF-8 text: {exc}", "document.malformed") from exc
+            raise ParseError(f"the body is not UTF-8 text: {exc}", DocumentCode.MALFORMED) from exc
         try:
             return json.loads(text, parse_constant=_refuse_constant)
         except json.JSONDecodeError as exc:
             what = "the body is empty" if not text.strip() else exc.msg
             raise ParseError(
                 f"not valid JSON: {what} (line {exc.lineno}, column {exc.colno})",
-                "document.malformed",
+                DocumentCode.MALFORMED,
             ) from exc
         except (ValueError, RecursionError) as exc:
-            raise ParseError(f"not valid JSON: {exc}", "document.malformed") from exc
+            raise ParseError(f"not valid JSON: {exc}", DocumentCode.MALFORMED) from exc
 
 
 class MergePatchParser(DocumentJSONParser):
@@ -92,7 +94,7 @@ class Pagination(PageNumberPagination):
         if raw is not None and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
             raise ValidationError(
                 {self.page_size_query_param: [f"must be an integer ≥ 1, not {raw!r}"]},
-                code="invalid",
+                code=DrfCode.INVALID,
             )
         return super().get_page_size(request)
 
@@ -113,7 +115,7 @@ class StableOrderingFilter(OrderingFilter):
 
 CURSOR_TEXT = re.compile(r"([np]):([0-9]{1,19})")
 MAX_NUMBER = 2**63 - 1
-CURSOR_INVALID = "pagination.cursor_invalid"
+CURSOR_INVALID = PaginationCode.CURSOR_INVALID
 
 
 @dataclass(frozen=True)
@@ -208,7 +210,7 @@ class RevisionFeedPagination(BasePagination):
             # as the numbered pages do: a malformed size is refused, never read as the default
             raise ValidationError(
                 {self.page_size_query_param: [f"must be an integer ≥ 1, not {raw!r}"]},
-                code="invalid",
+                code=DrfCode.INVALID,
             )
         return min(int(raw), self.max_page_size)
 

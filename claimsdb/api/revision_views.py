@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 
 from claimsdb import http_caching
 from claimsdb.access import may_read_working_state, visible_revision_number, visible_revisions
+from claimsdb.codes import RevisionCode
 from claimsdb.models import Revision
 from claimsdb.records import RecordNotFound, RuleViolation, diff
 from claimsdb.services import revision_revert
@@ -145,7 +146,7 @@ def _revision_of_case(user, key: str, number: int, name: str) -> Revision:
         raise RequestViolations(
             [
                 RuleViolation(
-                    "revision.not_of_record",
+                    RevisionCode.NOT_OF_RECORD,
                     f"revision {number} is not a revision of case {key}",
                     name,
                 )

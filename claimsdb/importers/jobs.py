@@ -29,6 +29,7 @@ again (``import_from_dry_run``): once, with the dry run's options but for the su
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import logging
 import os
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 from django_tasks import task
@@ -92,7 +93,7 @@ def goes_to_background(size: int | None, *, asked: bool) -> bool:
 
 def import_enqueue(
     *,
-    user: AbstractBaseUser,
+    user: User,
     upload: BinaryIO,
     filename: str,
     dry_run: bool = False,
@@ -271,7 +272,7 @@ def import_requeue(
                 outcome=QUEUED, progress={}
             ):
                 requeued.append(pk)
-                transaction.on_commit(lambda pk=pk: run_import_job.enqueue(pk))
+                transaction.on_commit(functools.partial(run_import_job.enqueue, pk))
     return requeued
 
 
@@ -318,7 +319,7 @@ def keep_dry_run_file(report: Report, upload: BinaryIO, options: dict) -> None:
     ImportReport.objects.filter(pk=report.id).update(stored_file=str(path), options=options)
 
 
-def import_from_dry_run(*, report_id: int, user: AbstractBaseUser, summary: str) -> Report:
+def import_from_dry_run(*, report_id: int, user: User, summary: str) -> Report:
     """Import the stored file of dry run ``report_id`` for real; return the new report.
 
     The same bytes (checked against the dry run's SHA-256) go through the same importer,
@@ -360,9 +361,7 @@ def import_from_dry_run(*, report_id: int, user: AbstractBaseUser, summary: str)
     return report
 
 
-def _import_stored(
-    row: ImportReport, path: str, *, user: AbstractBaseUser, options: dict
-) -> Report:
+def _import_stored(row: ImportReport, path: str, *, user: User, options: dict) -> Report:
     """The import of a dry run's stored file, once its bytes are checked to be the same."""
     try:
         stream = open(path, "rb")

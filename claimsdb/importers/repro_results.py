@@ -30,12 +30,12 @@ from datetime import datetime
 from typing import Any, BinaryIO
 
 import ijson
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from claimsdb.codes import ImportCode, PermissionCode
 from claimsdb.models import Case, Claim, ClaimIdReservation, ImportReport, ReproductionRun
-from claimsdb.records import PermissionDenied, RuleViolations, record_document
+from claimsdb.records import PermissionDenied, RuleViolation, RuleViolations, record_document
 from claimsdb.records.schema import control_message, first_control_character
 from claimsdb.services.ledger import format_time, lock_head
 from claimsdb.services.permissions import require_role
@@ -188,7 +188,7 @@ class ResultsImporter:
     def __init__(
         self,
         *,
-        user: AbstractBaseUser,
+        user: User,
         dry_run: bool = False,
         replace: bool = False,
         summary: str = "",
@@ -530,7 +530,7 @@ def _printable(name: str) -> str:
     return "".join("\ufffd" if unicodedata.category(c) == "Cc" else c for c in name)
 
 
-def _from_violation(violation, case: str = "") -> Problem:
+def _from_violation(violation: RuleViolation, case: str = "") -> Problem:
     """A service refusal as a problem of the file (it concerns the case document)."""
     if violation.code == PermissionCode.DENIED or not case:
         return Problem(violation.code, violation.message, violation.path)

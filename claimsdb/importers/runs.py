@@ -127,7 +127,9 @@ def run_queryset() -> QuerySet[ReproductionRun]:
 def run_item(run: ReproductionRun) -> dict[str, Any]:
     """A run as the API lists it (a row of ``run_queryset``)."""
     summary = run.summary if isinstance(run.summary, dict) else {}
-    harness = summary.get("harness") if isinstance(summary.get("harness"), dict) else {}
+    harness = summary.get("harness")
+    if not isinstance(harness, dict):
+        harness = {}
     scenarios = summary.get("scenarios")
     return {
         "run_id": run.run_id,

@@ -20,6 +20,7 @@ from typing import Any
 from django.db import connection
 
 from claimsdb.models import Case, ReproductionRun, ReproductionScenario, TrialRow
+from claimsdb.services.rows import column
 
 from .repro import ParsedRun
 
@@ -124,7 +125,7 @@ def insert_rows(rows: Iterable[StoredRow]) -> int:
 
 
 def _columns() -> list[str]:
-    return [TrialRow._meta.get_field(name).column for name in ROW_COLUMNS]
+    return [column(TrialRow, name) for name in ROW_COLUMNS]
 
 
 def _copy_rows(rows: Iterable[StoredRow]) -> int:

@@ -46,7 +46,7 @@ def write_results_file(
     Returns the header (the file but its trial rows).
     """
     per = [rows // scenarios + (1 if i < rows % scenarios else 0) for i in range(scenarios)]
-    described = []
+    described: list[dict[str, Any]] = []
     for i, trials in enumerate(per):
         mitigated = i % 2 == 1
         sums = [0] * 6

@@ -50,6 +50,9 @@ class ReleaseEntry(models.Model):
     change = models.CharField(max_length=16, choices=ReleaseChange.choices)
     # the revision it points at withdraws the record: the public lists leave it out
     withdrawn = models.BooleanField(default=False)
+    # Not a column: the revision the release before published for the record (None if it
+    # had none), set on the entries ``public.release_entries`` reads.
+    previous_revision: int | None
 
     class Meta:
         ordering = ["release", "record_kind", "record_key"]

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from django.db import connection, connections, router
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.db.models.expressions import RawSQL
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
@@ -41,13 +41,13 @@ from .canonical import json_number
 CASE_FIELDS = ("key", "title", "status", "summary", "scope_note", "account", "basis", "limits")
 
 
-def _positioned(model: type, *fields: str) -> tuple[type, Callable[[Any], QuerySet]]:
+def _positioned(model: type[Model], *fields: str) -> tuple[type[Model], Callable[[Any], QuerySet]]:
     """A batch query of a table of rows listed in order within their case: ``fields`` of
     the batch's rows, by case and position."""
     return (
         model,
         lambda ids: (
-            model.objects.filter(case_id__in=ids)
+            model._default_manager.filter(case_id__in=ids)
             .order_by("case_id", "position")
             .values_list("case_id", *fields)
         ),
@@ -57,7 +57,8 @@ def _positioned(model: type, *fields: str) -> tuple[type, Callable[[Any], QueryS
 # The queries of a batch's documents: for each, its model and the rows of the batch
 # (``ids``: what ``…__in`` compares the case ids with, see ``_among``), the case (or claim)
 # id first, ordered as the models order them.
-BATCH_QUERIES: dict[str, tuple[type, Callable[[Any], QuerySet]]] = {
+RELATION_FIELDS = ("pk", "case_id", "other_id", "case__key", "other__key", "kind", "note")
+BATCH_QUERIES: dict[str, tuple[type[Model], Callable[[Any], QuerySet]]] = {
     "tags": (CaseTag, lambda ids: CaseTag.objects.filter(case_id__in=ids).values_list(
         "case_id", "name"
     )),
@@ -88,10 +89,9 @@ BATCH_QUERIES: dict[str, tuple[type, Callable[[Any], QuerySet]]] = {
     "runs": (ReproductionRun, lambda ids: ReproductionRun.objects.filter(case_id__in=ids)
         .values_list("case_id", "summary")),
 }  # fmt: skip
-RELATION_FIELDS = ("pk", "case_id", "other_id", "case__key", "other__key", "kind", "note")
 
 
-def case_documents(cases: list[Case]) -> list[dict[str, Any]]:
+def case_documents(cases: Sequence[Case]) -> list[dict[str, Any]]:
     """The documents of ``cases`` (rows with at least ``CASE_FIELDS``), in their order:
     ten queries, whatever the cases hold."""
     batch_ids = [case.pk for case in cases]

@@ -17,6 +17,8 @@ from typing import IO, Any
 
 import ijson
 
+from claimsdb.codes import DocumentCode
+
 from . import schema
 from .errors import RuleViolation, RuleViolations
 from .kinds import record_kinds
@@ -97,7 +99,7 @@ class BundleOutline:
 
 
 def malformed(error: Exception) -> RuleViolations:
-    return RuleViolations([RuleViolation("document.malformed", f"not valid JSON: {error}", "")])
+    return RuleViolations([RuleViolation(DocumentCode.MALFORMED, f"not valid JSON: {error}", "")])
 
 
 def outline(stream: IO[bytes]) -> BundleOutline:
@@ -128,7 +130,7 @@ def outline(stream: IO[bytes]) -> BundleOutline:
                     result.format = _NOT_AN_OBJECT
                     result.problems.append(
                         RuleViolation(
-                            "document.type",
+                            DocumentCode.TYPE,
                             f"must be an object, not {_EVENT_TYPES.get(event, event)}",
                             "",
                         )
@@ -163,7 +165,7 @@ def outline(stream: IO[bytes]) -> BundleOutline:
         raise malformed(error) from error
     except UnicodeDecodeError as error:
         raise RuleViolations(
-            [RuleViolation("document.malformed", f"the file is not UTF-8 text: {error}", "")]
+            [RuleViolation(DocumentCode.MALFORMED, f"the file is not UTF-8 text: {error}", "")]
         ) from error
     if "format" in top_level and top_level["format"] != "a string":
         result.format = None
@@ -264,7 +266,7 @@ def _outline_problems(fmt: Any, top_level: dict[str, str]) -> list[RuleViolation
     if fmt != schema.BUNDLE_FORMAT:
         formats = [kind.format for kind in record_kinds]
         known = ", ".join(repr(f) for f in [schema.BUNDLE_FORMAT, *formats])
-        code = "document.format" if "format" in top_level else "document.missing_field"
+        code = DocumentCode.FORMAT if "format" in top_level else DocumentCode.MISSING_FIELD
         return [
             RuleViolation(
                 code,
@@ -277,17 +279,17 @@ def _outline_problems(fmt: Any, top_level: dict[str, str]) -> list[RuleViolation
         if name != "format" and name not in _LISTS:
             problems.append(
                 RuleViolation(
-                    "document.unknown_field", f"{name!r} is not a field of a bundle", name
+                    DocumentCode.UNKNOWN_FIELD, f"{name!r} is not a field of a bundle", name
                 )
             )
     for name in _LISTS:
         if name not in top_level:
             problems.append(
-                RuleViolation("document.missing_field", f"the field {name!r} is missing", name)
+                RuleViolation(DocumentCode.MISSING_FIELD, f"the field {name!r} is missing", name)
             )
         elif top_level[name] != "a list":
             problems.append(
-                RuleViolation("document.type", f"must be a list, not {top_level[name]}", name)
+                RuleViolation(DocumentCode.TYPE, f"must be a list, not {top_level[name]}", name)
             )
     return problems
 

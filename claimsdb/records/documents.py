@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from claimsdb.codes import DocumentCode
 from claimsdb.limits import DOCUMENT_MAX_BYTES
 
 from . import schema
@@ -22,7 +23,7 @@ def loads(text: str | bytes) -> Any:
         return json.loads(text)
     except UnicodeDecodeError as exc:
         raise RuleViolations(
-            [RuleViolation("document.malformed", f"the file is not UTF-8 text: {exc}", "")]
+            [RuleViolation(DocumentCode.MALFORMED, f"the file is not UTF-8 text: {exc}", "")]
         ) from exc
     except json.JSONDecodeError as exc:
         blank = not (text.strip() if isinstance(text, str | bytes) else text)
@@ -30,7 +31,7 @@ def loads(text: str | bytes) -> Any:
         raise RuleViolations(
             [
                 RuleViolation(
-                    "document.malformed",
+                    DocumentCode.MALFORMED,
                     f"not valid JSON: {what} (line {exc.lineno}, column {exc.colno})",
                     "",
                 )
@@ -45,7 +46,11 @@ def parse_document(raw: Any, expected_kind: str | None = None) -> tuple[str, dic
     """
     if not isinstance(raw, dict):
         raise RuleViolations(
-            [RuleViolation("document.type", f"must be an object, not {schema.type_name(raw)}", "")]
+            [
+                RuleViolation(
+                    DocumentCode.TYPE, f"must be an object, not {schema.type_name(raw)}", ""
+                )
+            ]
         )
     fmt = raw.get("format")
     kind = record_kinds.by_format(fmt) if isinstance(fmt, str) else None
@@ -56,7 +61,7 @@ def parse_document(raw: Any, expected_kind: str | None = None) -> tuple[str, dic
             else [entry.format for entry in record_kinds]
         )
         path = "format" if "format" in raw else "format"
-        code = "document.format" if "format" in raw else "document.missing_field"
+        code = DocumentCode.FORMAT if "format" in raw else DocumentCode.MISSING_FIELD
         raise RuleViolations(
             [
                 RuleViolation(
@@ -73,7 +78,7 @@ def parse_document(raw: Any, expected_kind: str | None = None) -> tuple[str, dic
         raise RuleViolations(
             [
                 RuleViolation(
-                    "document.too_large",
+                    DocumentCode.TOO_LARGE,
                     f"the document is {size} bytes of JSON; at most {DOCUMENT_MAX_BYTES} are "
                     "allowed (docs/limits.md)",
                     "",
@@ -104,12 +109,16 @@ def parse_bundle(raw: Any) -> dict[str, list[dict[str, Any]]]:
         return lists
     if not isinstance(raw, dict):
         raise RuleViolations(
-            [RuleViolation("document.type", f"must be an object, not {schema.type_name(raw)}", "")]
+            [
+                RuleViolation(
+                    DocumentCode.TYPE, f"must be an object, not {schema.type_name(raw)}", ""
+                )
+            ]
         )
     if raw.get("format") != schema.BUNDLE_FORMAT:
         formats = [entry.format for entry in record_kinds]
         known = ", ".join(repr(f) for f in [schema.BUNDLE_FORMAT, *formats])
-        code = "document.format" if "format" in raw else "document.missing_field"
+        code = DocumentCode.FORMAT if "format" in raw else DocumentCode.MISSING_FIELD
         raise RuleViolations(
             [
                 RuleViolation(
@@ -125,7 +134,7 @@ def parse_bundle(raw: Any) -> dict[str, list[dict[str, Any]]]:
         if name != "format" and record_kinds.by_plural(name) is None:
             problems.append(
                 RuleViolation(
-                    "document.unknown_field", f"{name!r} is not a field of a bundle", name
+                    DocumentCode.UNKNOWN_FIELD, f"{name!r} is not a field of a bundle", name
                 )
             )
     for entry in record_kinds.in_write_order():
@@ -133,13 +142,13 @@ def parse_bundle(raw: Any) -> dict[str, list[dict[str, Any]]]:
         items = raw.get(name)
         if items is None:
             problems.append(
-                RuleViolation("document.missing_field", f"the field {name!r} is missing", name)
+                RuleViolation(DocumentCode.MISSING_FIELD, f"the field {name!r} is missing", name)
             )
             continue
         if not isinstance(items, list):
             problems.append(
                 RuleViolation(
-                    "document.type", f"must be a list, not {schema.type_name(items)}", name
+                    DocumentCode.TYPE, f"must be a list, not {schema.type_name(items)}", name
                 )
             )
             continue
@@ -154,7 +163,7 @@ def parse_bundle(raw: Any) -> dict[str, list[dict[str, Any]]]:
             if document["key"] in seen:
                 problems.append(
                     RuleViolation(
-                        "document.duplicate_key",
+                        DocumentCode.DUPLICATE_KEY,
                         f"{document['key']} appears twice in this bundle",
                         f"{name}[{index}].key",
                     )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from claimsdb.codes import REGISTERED, UnknownCode
+from claimsdb.codes import REGISTERED, PermissionCode, RecordCode, RevisionCode, UnknownCode
 
 logger = logging.getLogger("claimsdb.codes")
 
@@ -79,7 +79,7 @@ class StaleRevision(RuleViolations):
         super().__init__(
             [
                 RuleViolation(
-                    "revision.stale",
+                    RevisionCode.STALE,
                     (
                         f"{record} has changed since revision {expected}: its latest revision "
                         f"is {current}. "
@@ -105,11 +105,11 @@ class RecordExists(RuleViolations):
 
     def __init__(self, kind: str, key: str):
         super().__init__(
-            [RuleViolation("record.exists", f"a {kind} with key {key} already exists", "key")]
+            [RuleViolation(RecordCode.EXISTS, f"a {kind} with key {key} already exists", "key")]
         )
 
 
 class PermissionDenied(Exception):
     def __init__(self, message: str):
-        self.violation = RuleViolation("permission.denied", message, "")
+        self.violation = RuleViolation(PermissionCode.DENIED, message, "")
         super().__init__(message)

@@ -93,7 +93,7 @@ class RecordKind:
 
     def rows(self) -> QuerySet:
         """The kind's rows with what ``documents`` needs of them."""
-        records = self.model.objects.all()
+        records = self.model._default_manager.all()
         return records.only(*self.row_fields) if self.row_fields else records
 
     def documents(self, rows: Sequence[Any]) -> list[dict[str, Any]]:

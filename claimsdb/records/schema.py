@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from claimsdb import choices
+from claimsdb.codes import ClaimCode, DocumentCode, FigureCode, RecordCode, SourceCode
 from claimsdb.fieldspec import Field
 from claimsdb.limits import TEXT_MAX_CHARS
 
@@ -39,7 +40,7 @@ def text(max_length: int | None = None) -> Field:
     return Field("str", max_length=max_length)
 
 
-def enum(values: list[str] | tuple[str, ...], code: str = "document.invalid_value") -> Field:
+def enum(values: list[str] | tuple[str, ...], code: str = DocumentCode.INVALID_VALUE) -> Field:
     return Field("enum", values=tuple(values), code=code)
 
 
@@ -63,12 +64,12 @@ DATE = Field("date")
 DATE_OR_NULL = Field("date", nullable=True)
 
 EVIDENCE_LINK = obj(
-    source=pattern(choices.SOURCE_KEY_PATTERN, "document.invalid_value"),
+    source=pattern(choices.SOURCE_KEY_PATTERN, DocumentCode.INVALID_VALUE),
     relation=enum(choices.EvidenceRelation.values),
     locator=text(),
 )
 CLAIM = obj(
-    id=pattern(choices.CLAIM_ID_PATTERN, "claim.id_format", choices.ID_MAX_LENGTH),
+    id=pattern(choices.CLAIM_ID_PATTERN, ClaimCode.ID_FORMAT, choices.ID_MAX_LENGTH),
     statement=text(),
     status=enum(choices.ClaimStatus.values),
     status_note=text(),
@@ -90,7 +91,7 @@ ASSESSMENT = obj(
     ),
 )
 FIGURE = obj(
-    id=pattern(choices.FIGURE_ID_PATTERN, "figure.id_format", choices.ID_MAX_LENGTH),
+    id=pattern(choices.FIGURE_ID_PATTERN, FigureCode.ID_FORMAT, choices.ID_MAX_LENGTH),
     value=Field("number"),
     unit=text(100),
     measure=text(100),
@@ -100,8 +101,8 @@ FIGURE = obj(
 )
 
 CASE = obj(
-    format=enum(["claimsdb.case/1"], "document.format"),
-    key=pattern(choices.CASE_KEY_PATTERN, "record.key_format", choices.KEY_MAX_LENGTH),
+    format=enum(["claimsdb.case/1"], DocumentCode.FORMAT),
+    key=pattern(choices.CASE_KEY_PATTERN, RecordCode.KEY_FORMAT, choices.KEY_MAX_LENGTH),
     title=text(500),
     status=enum(choices.CaseStatus.values),
     summary=text(),
@@ -128,8 +129,8 @@ CASE = obj(
 )
 
 SOURCE = obj(
-    format=enum(["claimsdb.source/1"], "document.format"),
-    key=pattern(choices.SOURCE_KEY_PATTERN, "record.key_format", choices.KEY_MAX_LENGTH),
+    format=enum(["claimsdb.source/1"], DocumentCode.FORMAT),
+    key=pattern(choices.SOURCE_KEY_PATTERN, RecordCode.KEY_FORMAT, choices.KEY_MAX_LENGTH),
     title=text(500),
     kind=enum(choices.SourceKind.values),
     publisher=text(300),
@@ -142,22 +143,22 @@ SOURCE = obj(
 )
 
 RULE = obj(
-    format=enum(["claimsdb.rule/1"], "document.format"),
-    key=pattern(choices.RULE_KEY_PATTERN, "record.key_format", choices.KEY_MAX_LENGTH),
+    format=enum(["claimsdb.rule/1"], DocumentCode.FORMAT),
+    key=pattern(choices.RULE_KEY_PATTERN, RecordCode.KEY_FORMAT, choices.KEY_MAX_LENGTH),
     kind=enum(choices.RuleKind.values),
     status=enum(choices.RecordStatus.values),
-    figure=pattern(choices.FIGURE_ID_PATTERN, "document.invalid_value"),
-    case=pattern(choices.CASE_KEY_PATTERN, "document.invalid_value"),
+    figure=pattern(choices.FIGURE_ID_PATTERN, DocumentCode.INVALID_VALUE),
+    case=pattern(choices.CASE_KEY_PATTERN, DocumentCode.INVALID_VALUE),
     reason=text(),
 )
 
 METHOD = obj(
-    format=enum(["claimsdb.method/1"], "document.format"),
-    key=pattern(choices.METHOD_KEY_PATTERN, "record.key_format", 100),
+    format=enum(["claimsdb.method/1"], DocumentCode.FORMAT),
+    key=pattern(choices.METHOD_KEY_PATTERN, RecordCode.KEY_FORMAT, 100),
     title=text(300),
     dimensions=list_of(
         obj(
-            key=pattern(r"^[a-z][a-z0-9_]*$", "document.invalid_value", 64),
+            key=pattern(r"^[a-z][a-z0-9_]*$", DocumentCode.INVALID_VALUE, 64),
             label=text(200),
             values=list_of(
                 obj(
@@ -207,7 +208,7 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
         if spec.nullable:
             return None
         problems.append(
-            RuleViolation("document.type", f"must be {TYPE_NAMES[spec.kind]}, not null", path)
+            RuleViolation(DocumentCode.TYPE, f"must be {TYPE_NAMES[spec.kind]}, not null", path)
         )
         return None
     kind = spec.kind
@@ -215,19 +216,19 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
         if not isinstance(value, str):
             problems.append(
                 RuleViolation(
-                    "document.type",
+                    DocumentCode.TYPE,
                     f"must be {TYPE_NAMES[kind]}, not {type_name(value)}",
                     path,
                 )
             )
             return None
         if "\x00" in value:  # no database stores it alike (PostgreSQL refuses it)
-            problems.append(RuleViolation("document.invalid_value", NUL_MESSAGE, path))
+            problems.append(RuleViolation(DocumentCode.INVALID_VALUE, NUL_MESSAGE, path))
         longest = max_chars(spec)
         if longest is not None and len(value) > longest:
             problems.append(
                 RuleViolation(
-                    "document.invalid_value",
+                    DocumentCode.INVALID_VALUE,
                     f"is {len(value)} characters long; at most {longest} are allowed "
                     "(docs/limits.md)",
                     path,
@@ -235,7 +236,7 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             )
         if kind == "enum" and value not in spec.values:
             allowed = ", ".join(repr(v) for v in spec.values)
-            if spec.code == "document.format":
+            if spec.code == DocumentCode.FORMAT:
                 message = f"format {value!r} is not one this loader reads ({allowed})"
             else:
                 message = f"{value!r} is not one of {allowed}"
@@ -243,7 +244,7 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
         if kind == "url" and not re.fullmatch(URL_PATTERN, value):
             problems.append(
                 RuleViolation(
-                    "source.url_scheme",
+                    SourceCode.URL_SCHEME,
                     f"{value[:80]!r} is not an http:// or https:// address (or empty); other "
                     "schemes (javascript:, data:, file:…) are refused",
                     path,
@@ -261,7 +262,7 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             except ValueError:
                 problems.append(
                     RuleViolation(
-                        "document.invalid_value", f"{value!r} is not a date (YYYY-MM-DD)", path
+                        DocumentCode.INVALID_VALUE, f"{value!r} is not a date (YYYY-MM-DD)", path
                     )
                 )
         return value
@@ -270,14 +271,16 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             if isinstance(value, float) and value.is_integer():
                 return int(value)
             problems.append(
-                RuleViolation("document.type", f"must be an integer, not {type_name(value)}", path)
+                RuleViolation(
+                    DocumentCode.TYPE, f"must be an integer, not {type_name(value)}", path
+                )
             )
             return None
         return value
     if kind == "number":
         if isinstance(value, bool) or not isinstance(value, int | float):
             problems.append(
-                RuleViolation("document.type", f"must be a number, not {type_name(value)}", path)
+                RuleViolation(DocumentCode.TYPE, f"must be a number, not {type_name(value)}", path)
             )
             return None
         if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
@@ -286,38 +289,40 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
     if kind == "list":
         if not isinstance(value, list):
             problems.append(
-                RuleViolation("document.type", f"must be a list, not {type_name(value)}", path)
+                RuleViolation(DocumentCode.TYPE, f"must be a list, not {type_name(value)}", path)
             )
             return None
         before = len(problems)
+        assert spec.item is not None  # list_of declares its items
         items = [check(spec.item, item, join(path, i), problems) for i, item in enumerate(value)]
         # normalizing reads the items' fields: only items that passed every check have them
         return spec.normalize(items) if spec.normalize and len(problems) == before else items
     if kind == "mapping":
         if not isinstance(value, dict):
             problems.append(
-                RuleViolation("document.type", f"must be an object, not {type_name(value)}", path)
+                RuleViolation(DocumentCode.TYPE, f"must be an object, not {type_name(value)}", path)
             )
             return None
         for k in value:
             bad = first_control_character(k, allow_whitespace=False)
             if bad is not None:
                 message = "a key " + control_message(bad)
-                problems.append(RuleViolation("document.invalid_key", message, join(path, k)))
+                problems.append(RuleViolation(DocumentCode.INVALID_KEY, message, join(path, k)))
+        assert spec.item is not None  # a mapping declares its values
         return {k: check(spec.item, v, join(path, k), problems) for k, v in value.items()}
     if kind == "object_any":
         if not isinstance(value, dict):
             problems.append(
-                RuleViolation("document.type", f"must be an object, not {type_name(value)}", path)
+                RuleViolation(DocumentCode.TYPE, f"must be an object, not {type_name(value)}", path)
             )
             return None
         if _contains_nul(value):
-            problems.append(RuleViolation("document.invalid_value", NUL_MESSAGE, path))
+            problems.append(RuleViolation(DocumentCode.INVALID_VALUE, NUL_MESSAGE, path))
         return value
     if kind == "object":
         if not isinstance(value, dict):
             problems.append(
-                RuleViolation("document.type", f"must be an object, not {type_name(value)}", path)
+                RuleViolation(DocumentCode.TYPE, f"must be an object, not {type_name(value)}", path)
             )
             return None
         result = {}
@@ -330,7 +335,9 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
                     continue
                 problems.append(
                     RuleViolation(
-                        "document.missing_field", f"the field {name!r} is missing", join(path, name)
+                        DocumentCode.MISSING_FIELD,
+                        f"the field {name!r} is missing",
+                        join(path, name),
                     )
                 )
                 continue
@@ -339,7 +346,7 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             if name not in spec.fields:
                 problems.append(
                     RuleViolation(
-                        "document.unknown_field",
+                        DocumentCode.UNKNOWN_FIELD,
                         f"{name!r} is not a field of this document",
                         join(path, name),
                     )

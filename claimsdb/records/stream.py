@@ -7,11 +7,12 @@ follow the number of batches — never the size of the knowledge base held at on
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
 from django.db import connections
-from django.db.models import F, Model, QuerySet
+from django.db.models import F, Field, Model, QuerySet
 from django.db.models.functions import Collate
 
 from .kinds import record_kinds
@@ -81,7 +82,11 @@ def keyset_batches(
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     order: Any = field
-    text = queryset.model._meta.get_field(field).get_internal_type() in {"CharField", "TextField"}
+    model_field = queryset.model._meta.get_field(field)
+    text = isinstance(model_field, Field) and model_field.get_internal_type() in {
+        "CharField",
+        "TextField",
+    }
     if text and not orders_bytewise(queryset):
         queryset = queryset.annotate(bytewise_key=Collate(F(field), "C"))
         order = "bytewise_key"
@@ -109,7 +114,7 @@ def document_batches(kind: str, *, batch_size: int = BATCH_SIZE) -> Iterator[lis
 
 
 def record_count(kind: str) -> int:
-    return record_kinds.get(kind).model.objects.count()
+    return record_kinds.get(kind).model._default_manager.count()
 
 
 def in_key_order(batches: Iterable[list[dict[str, Any]]]) -> Iterator[list[dict[str, Any]]]:
@@ -135,7 +140,7 @@ def live_bundle_lists(
     return {
         kind.plural: reported_documents(
             kind.plural,
-            lambda kind=kind.name: record_count(kind),
+            functools.partial(record_count, kind.name),
             in_key_order(document_batches(kind.name, batch_size=batch_size)),
             progress,
         )

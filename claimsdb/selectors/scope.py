@@ -4,6 +4,7 @@ attribution form."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db.models import Q, QuerySet
@@ -116,7 +117,7 @@ def figures_by_id(figure_ids: set[str] | list[str]) -> dict[str, dict[str, Any]]
 
 def scope_sections(
     document: dict[str, Any],
-    rules: list[dict[str, Any]],
+    rules: Sequence[Mapping[str, Any]],
     figures: dict[str, dict[str, Any]],
     incoming: list[dict[str, Any]],
 ) -> dict[str, Any]:
@@ -132,7 +133,7 @@ def scope_sections(
     key = document["key"]
     own = {f["id"] for f in document["figures"]}
 
-    def describe(rule: dict[str, Any]) -> dict[str, Any]:
+    def describe(rule: Mapping[str, Any]) -> dict[str, Any]:
         figure = figures.get(rule["figure"])
         return {
             "key": rule["key"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from django.db.models import F, Model, Q
+from django.db.models import F, Q
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
 from claimsdb.models import (
@@ -27,7 +27,7 @@ from claimsdb.models import (
 )
 
 from . import search_index
-from .rows import insert_rows
+from .rows import M, insert_rows
 
 
 def parse_date(value: str | None) -> dt.date | None:
@@ -89,34 +89,34 @@ def apply_rules(documents: list[dict[str, Any]]) -> None:
     )
 
 
-def _upsert(model: type[Model], rows: dict[str, dict[str, Any]]) -> dict[str, Model]:
+def _upsert(model: type[M], rows: dict[str, dict[str, Any]]) -> dict[str, M]:
     """Create or update records by key in three queries: read, insert, update.
 
     Rows whose values already match are left alone.
     """
     if not rows:
         return {}
-    existing = {obj.key: obj for obj in model.objects.filter(key__in=list(rows))}
-    created, changed = [], []
+    records = model._default_manager
+    existing = {obj.serializable_value("key"): obj for obj in records.filter(key__in=list(rows))}
+    created: dict[str, M] = {}
+    changed: list[M] = []
     for key, values in rows.items():
         obj = existing.get(key)
         if obj is None:
-            created.append(model(key=key, **values))
+            created[key] = model(key=key, **values)
             continue
         if any(getattr(obj, name) != value for name, value in values.items()):
             for name, value in values.items():
                 setattr(obj, name, value)
             changed.append(obj)
-    insert_rows(model, created)
-    if any(obj.pk is None for obj in created):  # inserted without returning primary keys
-        existing.update(
-            model.objects.filter(key__in=[obj.key for obj in created]).in_bulk(field_name="key")
-        )
+    insert_rows(model, created.values())
+    if any(obj.pk is None for obj in created.values()):  # inserted without primary keys
+        existing.update(records.filter(key__in=list(created)).in_bulk(field_name="key"))
     else:
-        existing.update((obj.key, obj) for obj in created)
+        existing.update(created)
     if changed:
         fields = list(next(iter(rows.values())))
-        model.objects.bulk_update(changed, fields, batch_size=_BULK)
+        records.bulk_update(changed, fields, batch_size=_BULK)
     return existing
 
 
@@ -143,7 +143,7 @@ def apply_case_contents(
         differ = [
             d
             for d in documents
-            if current[d["key"]] is None or current[d["key"]][section] != d[section]
+            if (live := current[d["key"]]) is None or live[section] != d[section]
         ]
         return differ, [cases[d["key"]].pk for d in differ if current[d["key"]] is not None]
 
@@ -176,8 +176,8 @@ def apply_case_contents(
         [
             d
             for d in documents
-            if current[d["key"]] is None
-            or any(current[d["key"]][name] != d[name] for name in search_index.CASE_FIELDS)
+            if (live := current[d["key"]]) is None
+            or any(live[name] != d[name] for name in search_index.CASE_FIELDS)
         ]
     )
     return cases
@@ -256,7 +256,7 @@ def _apply_assessments(cases: dict[str, Case], documents: list[dict[str, Any]]) 
                 case=cases[d["key"]],
                 position=index,
                 method_id=methods[a["method"]],
-                assessed_on=parse_date(a["assessed_on"]),
+                assessed_on=dt.date.fromisoformat(a["assessed_on"]),
                 assessor=a["assessor"],
                 values=a["values"],
                 impact=a["impact"],
@@ -345,7 +345,7 @@ def apply_case_links(
     attributing = [
         d
         for d in documents
-        if current[d["key"]] is None or current[d["key"]]["attributions"] != d["attributions"]
+        if (live := current[d["key"]]) is None or live["attributions"] != d["attributions"]
     ]
     old = [cases[d["key"]].pk for d in attributing if current[d["key"]] is not None]
     if old:

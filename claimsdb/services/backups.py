@@ -34,7 +34,7 @@ import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.contrib.auth.models import Group
@@ -45,6 +45,9 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.utils import timezone
 
 from claimsdb.models import LedgerHead, Revision
+
+if TYPE_CHECKING:  # collections.abc.Buffer from Python 3.12
+    from typing_extensions import Buffer
 
 FORMAT = "claimsdb.backup/1"
 BATCH = 2000
@@ -64,12 +67,13 @@ def _backed_up_models() -> list[type[models.Model]]:
     wanted = [user_model, *apps.get_app_config("claimsdb").get_models()]
     ordered: list[type[models.Model]] = []
 
-    def visit(model, trail=()):
+    def visit(model: type[models.Model], trail: tuple[type[models.Model], ...] = ()) -> None:
         if model in ordered or model not in wanted or model in trail:
             return
         for field in model._meta.concrete_fields:
-            if field.is_relation and field.related_model is not model:
-                visit(field.related_model, (*trail, model))
+            related = field.related_model  # a model class once the app registry is ready
+            if field.is_relation and isinstance(related, type) and related is not model:
+                visit(related, (*trail, model))
         ordered.append(model)
 
     for model in wanted:
@@ -130,9 +134,9 @@ class _HashingWriter(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, data) -> int:
+    def write(self, data: Buffer) -> int:
         self.sha256.update(data)
-        self.size += len(data)
+        self.size += memoryview(data).nbytes
         return self.file.write(data)
 
     def close(self) -> None:
@@ -264,7 +268,7 @@ def _read_jsonl(path: Path) -> tuple[list[str], Iterator[list[Any]]]:
     handle = path.open("r", encoding="utf-8")
     header = json.loads(handle.readline())
 
-    def rows():
+    def rows() -> Iterator[list[Any]]:
         with handle:
             for line in handle:
                 yield json.loads(line)
@@ -300,7 +304,10 @@ def _insert_as_stored(model: type[models.Model], columns: list[models.Field], ro
     fixture does."""
     size = max(1, connection.ops.bulk_batch_size(columns, rows) if rows else 1)
     for start in range(0, len(rows), size):
-        model._base_manager._insert(rows[start : start + size], fields=columns, raw=True)
+        # QuerySet._insert, as Model.save and loaddata use it; the type stubs leave it out
+        model._base_manager._insert(  # type: ignore[attr-defined]
+            rows[start : start + size], fields=columns, raw=True
+        )
 
 
 def _restore_memberships(path: Path) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.apps import apps
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 
+from claimsdb.codes import DocumentCode
 from claimsdb.records import RuleViolation, RuleViolations, loads, parse_bundle, parse_document
 from claimsdb.records.bundle_stream import BundleOutline, iter_list, outline
 from claimsdb.records.kinds import CASE, RecordKind, record_kinds
@@ -28,7 +29,7 @@ ANALYZE_FROM = 2_000
 
 
 def bundle_load(
-    *, user: AbstractBaseUser, bundle: Any, summary: str, material: bool = True
+    *, user: User, bundle: Any, summary: str, material: bool = True
 ) -> list[WriteOutcome]:
     """Create or update every record of a bundle (or of a single document): all or nothing.
 
@@ -61,7 +62,7 @@ OutcomeSink = Callable[[list[WriteOutcome]], None]
 
 def bundle_load_file(
     *,
-    user: AbstractBaseUser,
+    user: User,
     path: Path,
     summary: str,
     material: bool = True,
@@ -139,8 +140,13 @@ class _BulkLoader:
     """Writes batches, each in a savepoint; collects the problems of refused ones."""
 
     def __init__(
-        self, user, summary: str, material: bool, role: str, on_outcomes: OutcomeSink | None
-    ):
+        self,
+        user: User,
+        summary: str,
+        material: bool,
+        role: str,
+        on_outcomes: OutcomeSink | None,
+    ) -> None:
         self.user = user
         self.summary = summary
         self.material = material
@@ -250,7 +256,7 @@ def _parse(
     if path in shape.duplicates:
         problems.append(
             RuleViolation(
-                "document.duplicate_key",
+                DocumentCode.DUPLICATE_KEY,
                 f"{document['key']} appears twice in this bundle",
                 f"{path}.key",
             )

@@ -13,8 +13,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
+from claimsdb.codes import DocumentCode, RecordCode
 from claimsdb.models import Claim
 from claimsdb.records import (
     RecordExists,
@@ -91,7 +92,7 @@ def claim_case_key(claim_id: str) -> str:
 
 def _refuse_not_object(claim: Any) -> None:
     if not isinstance(claim, dict):
-        raise RuleViolations([RuleViolation("document.type", "a claim must be an object", "")])
+        raise RuleViolations([RuleViolation(DocumentCode.TYPE, "a claim must be an object", "")])
 
 
 def _index_of(document: dict[str, Any], claim_id: str) -> int:
@@ -103,7 +104,7 @@ def _index_of(document: dict[str, Any], claim_id: str) -> int:
 
 def _change_claim(
     *,
-    user: AbstractBaseUser,
+    user: User,
     claim_id: str,
     change: Callable[[dict[str, Any]], dict[str, Any]],
     summary: str,
@@ -133,7 +134,7 @@ def _change_claim(
 
 def claim_add(
     *,
-    user: AbstractBaseUser,
+    user: User,
     case_key: str,
     claim: dict[str, Any],
     summary: str,
@@ -167,14 +168,18 @@ def _replacement(claim_id: str, claim: Any) -> dict[str, Any]:
     _refuse_not_object(claim)
     if claim.get("id", claim_id) != claim_id:
         raise RuleViolations(
-            [RuleViolation("record.key_mismatch", f"a claim's ID never changes ({claim_id})", "id")]
+            [
+                RuleViolation(
+                    RecordCode.KEY_MISMATCH, f"a claim's ID never changes ({claim_id})", "id"
+                )
+            ]
         )
     return {**claim, "id": claim_id}
 
 
 def claim_update(
     *,
-    user: AbstractBaseUser,
+    user: User,
     claim_id: str,
     claim: dict[str, Any],
     summary: str,
@@ -194,7 +199,7 @@ def claim_update(
 
 def claim_patch(
     *,
-    user: AbstractBaseUser,
+    user: User,
     claim_id: str,
     patch: Any,
     summary: str,
@@ -214,7 +219,7 @@ def claim_patch(
 
 def claim_withdraw(
     *,
-    user: AbstractBaseUser,
+    user: User,
     claim_id: str,
     summary: str,
     reason: str = "",
@@ -242,7 +247,7 @@ def claim_withdraw(
 
 def claim_move(
     *,
-    user: AbstractBaseUser,
+    user: User,
     claim_id: str,
     offset: int,
     summary: str,

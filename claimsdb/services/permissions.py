@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Field, IntegerField, Model
+from django.db.models import IntegerField
 from django.db.models.expressions import RawSQL
 
 from claimsdb.records import PermissionDenied
+
+from .rows import column
 
 ROLES = ("viewer", "analyst", "reviewer")
 RANK = {role: rank for rank, role in enumerate(ROLES)}
@@ -38,8 +40,8 @@ def role_rank_annotation() -> dict[str, RawSQL]:
     quote = connection.ops.quote_name
     user_model = get_user_model()
     through = user_model.groups.through
-    user_column = _column(through, "user")
-    group_column = _column(through, "group")
+    user_column = column(through, "user")
+    group_column = column(through, "group")
     user_pk = user_model._meta.pk
     assert user_pk is not None  # a concrete model's
     ranks = " ".join("WHEN %s THEN %s" for _ in ROLES)
@@ -52,12 +54,6 @@ def role_rank_annotation() -> dict[str, RawSQL]:
     )
     params = [value for role in ROLES for value in (role, RANK[role])]
     return {ROLE_RANK_FIELD: RawSQL(sql, params, output_field=IntegerField())}
-
-
-def _column(model: type[Model], name: str) -> str:
-    field = model._meta.get_field(name)
-    assert isinstance(field, Field) and field.column, f"{name} is no column of {model}"
-    return field.column
 
 
 def loaded_role(user: User | AnonymousUser | None) -> str | None:

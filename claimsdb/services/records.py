@@ -15,11 +15,13 @@ concurrent change is never overwritten and no lock is held while the record is r
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, overload
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
+from claimsdb.codes import RecordCode
 from claimsdb.records import (
     RecordNotFound,
     RuleViolation,
@@ -49,7 +51,7 @@ STALE_RETRIES = 3
 
 def _write(
     *,
-    user: AbstractBaseUser,
+    user: User,
     kind: str,
     document: dict[str, Any],
     mode: str,
@@ -79,16 +81,54 @@ def _write(
     return outcome
 
 
+# A change of a record that exists (``mode="update"``), and one that may also make it anew
+# from None (``mode="upsert"``: a revert of a record since removed).
+Change = Callable[[dict[str, Any]], dict[str, Any]]
+ChangeOrCreate = Callable[[dict[str, Any] | None], dict[str, Any]]
+
+
+@overload
 def record_change(
     *,
-    user: AbstractBaseUser,
+    user: User,
     kind: str,
     key: str,
-    change: Callable[[dict[str, Any] | None], dict[str, Any]],
+    change: Change,
+    summary: str,
+    material: bool = ...,
+    expected_revision: Any = ...,
+    mode: Literal["update"] = ...,
+    action: str | None = ...,
+    role: str | None = ...,
+) -> WriteOutcome: ...
+
+
+@overload
+def record_change(
+    *,
+    user: User,
+    kind: str,
+    key: str,
+    change: ChangeOrCreate,
+    summary: str,
+    material: bool = ...,
+    expected_revision: Any = ...,
+    mode: Literal["upsert"],
+    action: str | None = ...,
+    role: str | None = ...,
+) -> WriteOutcome: ...
+
+
+def record_change(
+    *,
+    user: User,
+    kind: str,
+    key: str,
+    change: Change | ChangeOrCreate,
     summary: str,
     material: bool = True,
     expected_revision: Any = ANY_REVISION,
-    mode: str = "update",
+    mode: Literal["update", "upsert"] = "update",
     action: str | None = None,
     role: str | None = None,
 ) -> WriteOutcome:
@@ -109,10 +149,12 @@ def record_change(
         if expected_revision is not ANY_REVISION and expected_revision != latest:
             raise StaleRevision(record=f"{kind} {key}", expected=expected_revision, current=latest)
         try:
+            # an update has a document here; only an upsert's change is given None
+            changed = change(copy.deepcopy(current))  # type: ignore[arg-type]
             return _write(
                 user=user,
                 kind=kind,
-                document=change(copy.deepcopy(current)),
+                document=changed,
                 mode=mode,
                 summary=summary,
                 material=material,
@@ -148,7 +190,7 @@ def parse_update(kind: str, key: str, document: Any) -> dict[str, Any]:
         raise RuleViolations(
             [
                 RuleViolation(
-                    "record.key_mismatch",
+                    RecordCode.KEY_MISMATCH,
                     f"the document's key {parsed['key']} is not {key}; keys never change",
                     "key",
                 )
@@ -158,7 +200,7 @@ def parse_update(kind: str, key: str, document: Any) -> dict[str, Any]:
 
 
 def record_create(
-    *, user: AbstractBaseUser, kind: str, document: Any, summary: str, material: bool = True
+    *, user: User, kind: str, document: Any, summary: str, material: bool = True
 ) -> WriteOutcome:
     """Create a record from a document; refused if its key exists (``record.exists``)."""
     _, parsed = parse_document(document, kind)
@@ -175,7 +217,7 @@ def record_create(
 
 def record_update(
     *,
-    user: AbstractBaseUser,
+    user: User,
     kind: str,
     key: str,
     document: Any,
@@ -197,7 +239,7 @@ def record_update(
 
 def record_patch(
     *,
-    user: AbstractBaseUser,
+    user: User,
     kind: str,
     key: str,
     patch: Any,
@@ -224,7 +266,7 @@ def _withdrawn(document: dict[str, Any]) -> dict[str, Any]:
 
 def record_withdraw(
     *,
-    user: AbstractBaseUser,
+    user: User,
     kind: str,
     key: str,
     summary: str,
@@ -244,49 +286,16 @@ def record_withdraw(
     )
 
 
-def case_create(**kwargs) -> WriteOutcome:
-    return record_create(kind="case", **kwargs)
-
-
-def case_update(**kwargs) -> WriteOutcome:
-    return record_update(kind="case", **kwargs)
-
-
-def case_withdraw(**kwargs) -> WriteOutcome:
-    return record_withdraw(kind="case", **kwargs)
-
-
-def source_create(**kwargs) -> WriteOutcome:
-    return record_create(kind="source", **kwargs)
-
-
-def source_update(**kwargs) -> WriteOutcome:
-    return record_update(kind="source", **kwargs)
-
-
-def source_withdraw(**kwargs) -> WriteOutcome:
-    return record_withdraw(kind="source", **kwargs)
-
-
-def rule_create(**kwargs) -> WriteOutcome:
-    return record_create(kind="rule", **kwargs)
-
-
-def rule_update(**kwargs) -> WriteOutcome:
-    return record_update(kind="rule", **kwargs)
-
-
-def rule_withdraw(**kwargs) -> WriteOutcome:
-    return record_withdraw(kind="rule", **kwargs)
-
-
-def method_create(**kwargs) -> WriteOutcome:
-    return record_create(kind="method", **kwargs)
-
-
-def method_update(**kwargs) -> WriteOutcome:
-    return record_update(kind="method", **kwargs)
-
-
-def method_withdraw(**kwargs) -> WriteOutcome:
-    return record_withdraw(kind="method", **kwargs)
+# The named services of each kind: the generic ones with the kind given.
+case_create = functools.partial(record_create, kind="case")
+case_update = functools.partial(record_update, kind="case")
+case_withdraw = functools.partial(record_withdraw, kind="case")
+source_create = functools.partial(record_create, kind="source")
+source_update = functools.partial(record_update, kind="source")
+source_withdraw = functools.partial(record_withdraw, kind="source")
+rule_create = functools.partial(record_create, kind="rule")
+rule_update = functools.partial(record_update, kind="rule")
+rule_withdraw = functools.partial(record_withdraw, kind="rule")
+method_create = functools.partial(record_create, kind="method")
+method_update = functools.partial(record_update, kind="method")
+method_withdraw = functools.partial(record_withdraw, kind="method")

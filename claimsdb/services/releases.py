@@ -35,12 +35,13 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max, Subquery
 from django.utils import timezone
 
 from claimsdb import release_facets
+from claimsdb.codes import ReleaseCode
 from claimsdb.models import (
     Release,
     ReleaseChange,
@@ -140,7 +141,7 @@ def planned_entries() -> Iterator[PlannedEntry]:
         yield from batch
 
 
-def release_publish(*, user: AbstractBaseUser, notes: str) -> Release:
+def release_publish(*, user: User, notes: str) -> Release:
     """Publish a release of every publishable record (see the module docstring).
 
     Runs in one transaction under the ledger lock, so no revision lands between reading
@@ -157,7 +158,7 @@ def release_publish(*, user: AbstractBaseUser, notes: str) -> Release:
         if not notes:
             problems = [
                 RuleViolation(
-                    "release.notes_required",
+                    ReleaseCode.NOTES_REQUIRED,
                     "a release needs notes saying what it publishes and why",
                     "notes",
                 )
@@ -246,7 +247,7 @@ def _nothing_changed(previous: Release | None) -> RuleViolation:
             f"nothing has changed since release {previous.number}: no record has a new "
             "ready (or active) revision and none was withdrawn; a release would repeat it"
         )
-    return RuleViolation("release.nothing_changed", message, "")
+    return RuleViolation(ReleaseCode.NOTHING_CHANGED, message, "")
 
 
 # --- planning, batch by batch ------------------------------------------------------------
@@ -280,7 +281,7 @@ def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
         after = ""
         while True:
             rows = list(
-                record_kind.model.objects.filter(key__gt=after)
+                record_kind.model._default_manager.filter(key__gt=after)
                 .order_by("key")
                 .values_list("key", "status")[:BATCH_SIZE]
             )
@@ -359,7 +360,7 @@ def _plan_entry(
     kind, key = record
     previous_number = released.number if released else None
 
-    def publish(change: str) -> PlannedEntry:
+    def publish(latest: _Latest, change: str) -> PlannedEntry:
         return PlannedEntry(
             kind,
             key,
@@ -370,7 +371,7 @@ def _plan_entry(
             withdrawn=status == WITHDRAWN,
         )
 
-    def keep() -> PlannedEntry:
+    def keep(released: _Released) -> PlannedEntry:
         return PlannedEntry(
             kind,
             key,
@@ -384,13 +385,13 @@ def _plan_entry(
     publishable = status == record_kinds.get(kind).published_status
     if latest is None or not (publishable or status == WITHDRAWN):
         # a draft or a record in review: the public keeps what it saw, if anything
-        return keep() if released else None
+        return keep(released) if released else None
     if released is None:
         if status == WITHDRAWN:
             return None  # withdrawn before the public ever saw it
-        return publish(ReleaseChange.NEW)
+        return publish(latest, ReleaseChange.NEW)
     if latest.revision_id == released.revision_id or latest.sha == released.sha:
-        return keep()
+        return keep(released)
     if status == WITHDRAWN and not released.withdrawn:
-        return publish(ReleaseChange.WITHDRAWN)
-    return publish(ReleaseChange.UPDATED)
+        return publish(latest, ReleaseChange.WITHDRAWN)
+    return publish(latest, ReleaseChange.UPDATED)

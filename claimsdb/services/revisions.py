@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from claimsdb.models import Revision
 from claimsdb.records import RecordNotFound
@@ -16,7 +16,7 @@ from .writer import WriteOutcome
 
 def revision_revert(
     *,
-    user: AbstractBaseUser,
+    user: User,
     number: int,
     summary: str,
     material: bool = True,

@@ -12,19 +12,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection
 from django.db.models import Field, Model
 
+M = TypeVar("M", bound=Model)
 
-def insert_rows(model: type[Model], objects: Iterable[Model]) -> list[Model]:
+
+def column(model: type[Model], name: str) -> str:
+    """The database column of ``model``'s concrete field ``name``."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.column, f"{name} is no column of {model}"
+    return field.column
+
+
+def insert_rows(model: type[M], objects: Iterable[M]) -> list[M]:
     """Insert unsaved model instances; returns them (without primary keys on PostgreSQL)."""
     objects = list(objects)
     if not objects:
         return objects
     if connection.vendor != "postgresql":
-        return model.objects.bulk_create(objects)
+        return model._default_manager.bulk_create(objects)
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     quote = connection.ops.quote_name
     statement = "COPY {} ({}) FROM STDIN".format(

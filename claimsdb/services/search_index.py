@@ -11,7 +11,7 @@ base; the entries it writes are those of the records it is given.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from claimsdb.models import ReleaseChange, ReleaseEntry, Revision, SearchEntry
@@ -23,7 +23,9 @@ _BATCH = 1000
 _CHUNK = 500  # records per IN (...) list, well under every database's parameter limit
 
 
-def case_entries(document: dict[str, Any], *, scope: str, revision: int | None = None):
+def case_entries(
+    document: dict[str, Any], *, scope: str, revision: int | None = None
+) -> Iterator[SearchEntry]:
     """The entries of a case document: the case, then its claims."""
     key = document["key"]
     yield SearchEntry(

@@ -7,14 +7,17 @@ does the rest in one transaction under the ledger lock.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
-from claimsdb.models import Assessment, AssessmentMethod, Case, Figure, Revision
+from claimsdb.codes import ClaimCode, DocumentCode, FigureCode, RevisionCode, ScopeCode, StatusCode
+from claimsdb.models import Assessment, AssessmentMethod, Case, Figure, LedgerHead, Revision
 from claimsdb.records import (
     RecordExists,
     RecordNotFound,
@@ -37,6 +40,10 @@ from claimsdb.rules.scoped import affected_cases, load_scoped
 from . import apply, lookups
 from .ledger import RevisionChain, lock_head
 from .permissions import has_role, require_role
+
+RecordId = tuple[str, str]  # (kind, key)
+# Each written record's live document and latest revision before the change (None: none).
+Previous = dict[RecordId, tuple[dict[str, Any] | None, Revision | None]]
 
 
 @dataclass
@@ -86,12 +93,12 @@ class WriteOutcome:
 
 def write_records(
     *,
-    user: AbstractBaseUser,
-    writes: list[RecordWrite],
+    user: User,
+    writes: Sequence[RecordWrite],
     summary: str,
     material: bool = True,
     role: str | None = None,
-    before_apply=None,
+    before_apply: Callable[[], object] | None = None,
 ) -> list[WriteOutcome]:
     """Validate and write ``writes`` as one change; raise RuleViolations with every problem.
 
@@ -108,30 +115,30 @@ def write_records(
         raise RuleViolations(
             [
                 RuleViolation(
-                    "revision.summary_required",
+                    RevisionCode.SUMMARY_REQUIRED,
                     "every change needs a summary saying what changed and why",
                     "summary",
                 )
             ]
         )
-    writes = sorted(writes, key=lambda w: record_kinds.get(w.kind).write_rank)
+    ordered = sorted(writes, key=lambda w: record_kinds.get(w.kind).write_rank)
     with transaction.atomic():
         head = lock_head()
-        previous = _check_existence_and_staleness(writes)
-        _validate_fields(writes, previous, _ready_violations(user, writes, previous))
-        before = _scope_violations(writes)
-        partners = _apply(writes, previous)
+        previous = _check_existence_and_staleness(ordered)
+        _validate_fields(ordered, previous, _ready_violations(user, ordered, previous))
+        before = _scope_violations(ordered)
+        partners = _apply(ordered, previous)
         if before_apply is not None:
             before_apply()
-        _check_scope(writes, before)
-        live = _check_round_trip(writes)
-        partners -= {w.key for w in writes if w.kind == "case"}
+        _check_scope(ordered, before)
+        live = _check_round_trip(ordered)
+        partners -= {w.key for w in ordered if w.kind == "case"}
         return _append_revisions(
-            head, user, writes, previous, live, partners, summary=summary, material=material
+            head, user, ordered, previous, live, partners, summary=summary, material=material
         )
 
 
-def _check_existence_and_staleness(writes: list[RecordWrite]) -> dict[tuple[str, str], Any]:
+def _check_existence_and_staleness(writes: list[RecordWrite]) -> Previous:
     """The live document and latest revision of each record (None where there is none);
     refuse stale edits. A fixed number of queries per record kind, however many records."""
     documents: dict[str, dict[str, dict[str, Any]]] = {}
@@ -140,7 +147,7 @@ def _check_existence_and_staleness(writes: list[RecordWrite]) -> dict[tuple[str,
         keys = {w.key for w in writes if w.kind == kind}
         documents[kind] = lookups.record_documents(kind, keys)
         revisions[kind] = lookups.latest_revisions(kind, keys)
-    previous = {}
+    previous: Previous = {}
     for write in writes:
         current = documents[write.kind].get(write.key)
         if write.mode == "create" and current is not None:
@@ -157,11 +164,14 @@ def _check_existence_and_staleness(writes: list[RecordWrite]) -> dict[tuple[str,
     return previous
 
 
-def _ready_violations(user, writes: list[RecordWrite], previous) -> list[RuleViolation]:
-    """Only a reviewer sets a case to ``ready`` (README, "Releases"): a case written as
-    ready that was not ready before (or is new) needs the reviewer role. Analysts propose a
-    case by setting ``in_review``; they may move a ready case back, and edit one that stays
-    ready (the release preview shows each change to the reviewer who publishes)."""
+def _ready_violations(
+    user: User, writes: list[RecordWrite], previous: Previous
+) -> list[RuleViolation]:
+    """Only a reviewer sets a case to ``ready`` (docs/releases.md, "Who sets a case
+    ready"): a case written as ready that was not ready before (or is new) needs the
+    reviewer role. Analysts propose a case by setting ``in_review``; they may move a ready
+    case back, and edit one that stays ready (the release preview shows each change to the
+    reviewer who publishes)."""
     setting_ready = [
         write
         for write in writes
@@ -173,7 +183,7 @@ def _ready_violations(user, writes: list[RecordWrite], previous) -> list[RuleVio
         return []
     return [
         RuleViolation(
-            "status.ready_needs_reviewer",
+            StatusCode.READY_NEEDS_REVIEWER,
             f"only a reviewer may set case {write.key} to ready: set it to in_review to "
             "propose it for the next release",
             f"{write.path}.status" if write.path else "status",
@@ -183,7 +193,7 @@ def _ready_violations(user, writes: list[RecordWrite], previous) -> list[RuleVio
 
 
 def _validate_fields(
-    writes: list[RecordWrite], previous, problems: list[RuleViolation] | None = None
+    writes: list[RecordWrite], previous: Previous, problems: list[RuleViolation] | None = None
 ) -> None:
     pending = _PendingIndex(writes)
     contexts = _contexts(writes, previous, pending)
@@ -224,7 +234,7 @@ class _PendingIndex:
         """The same claim or figure ID in two cases of one change."""
         paths = {w.key: w.path for w in self.writes if w.kind == "case"}
         problems = []
-        for code, index in (("claim.id_taken", self.claims), ("figure.id_taken", self.figures)):
+        for code, index in ((ClaimCode.ID_TAKEN, self.claims), (FigureCode.ID_TAKEN, self.figures)):
             for item_id, owners in index.items():
                 cases = {case for case, _ in owners}
                 if len(cases) < 2:
@@ -243,7 +253,9 @@ class _PendingIndex:
         return problems
 
 
-def _contexts(writes: list[RecordWrite], previous, pending: _PendingIndex) -> list[DocumentContext]:
+def _contexts(
+    writes: list[RecordWrite], previous: Previous, pending: _PendingIndex
+) -> list[DocumentContext]:
     """Every write's context, each kind's looked up together (fixed queries per change)."""
     actions = {}
     for write in writes:
@@ -283,7 +295,8 @@ def _contexts(writes: list[RecordWrite], previous, pending: _PendingIndex) -> li
         if write.kind == "rule":
             # a rule names one figure and one case: only those are looked up
             figure = write.document["figure"]
-            owner = rule_figures.get(figure) or (pending.figures.get(figure) or [(None,)])[0][0]
+            owners = pending.figures.get(figure)
+            owner = rule_figures.get(figure) or (owners[0][0] if owners else None)
             context.figures = {figure: owner} if owner is not None else {}
             context.cases = {write.document["case"]} & (rule_cases | pending.cases)
         if write.kind == "method" and current is not None:
@@ -362,7 +375,7 @@ def _source_refs(document: dict[str, Any]) -> set[str]:
     }
 
 
-def _apply(writes: list[RecordWrite], previous) -> set[str]:
+def _apply(writes: list[RecordWrite], previous: Previous) -> set[str]:
     """Write the live tables: each kind's records together, in a fixed number of queries.
 
     Returns the cases on the other side of a symmetric relation that changed (partners),
@@ -445,7 +458,7 @@ def _as_rule_conflict(
 ) -> RuleViolation:
     keys = ", ".join(sorted(written_rules))
     return RuleViolation(
-        "scope.rule_conflict",
+        ScopeCode.RULE_CONFLICT,
         f"{keys} cannot take effect: existing data already breaks it at "
         f"{violation.record} {violation.path} ({violation.code}: {violation.message}). "
         "Correct that record first.",
@@ -459,7 +472,7 @@ def _rule_self_conflict(write: RecordWrite, state: ScopeState) -> list[RuleViola
     if write.document["status"] == "active" and figure and figure.case == write.document["case"]:
         return [
             RuleViolation(
-                "scope.rule_conflict",
+                ScopeCode.RULE_CONFLICT,
                 f"{figure.describe()} belongs to {figure.case}: a rule cannot forbid attributing "
                 "a figure to its own case",
                 f"{write.path}.case" if write.path else "case",
@@ -472,7 +485,7 @@ def _unique(problems: list[RuleViolation]) -> list[RuleViolation]:
     return list(dict.fromkeys(problems))
 
 
-def _check_round_trip(writes: list[RecordWrite]) -> dict[tuple[str, str], dict[str, Any]]:
+def _check_round_trip(writes: list[RecordWrite]) -> dict[RecordId, dict[str, Any]]:
     """What was written reads back as the document sent (e.g. both sides of a relation agree).
 
     Returns the documents read back (a fixed number of queries per kind), which the
@@ -483,16 +496,17 @@ def _check_round_trip(writes: list[RecordWrite]) -> dict[tuple[str, str], dict[s
         kind: lookups.record_documents(kind, {w.key for w in writes if w.kind == kind})
         for kind in {w.kind for w in writes}
     }
-    documents = {}
+    documents: dict[RecordId, dict[str, Any]] = {}
     for write in writes:
-        document = documents[(write.kind, write.key)] = live[write.kind].get(write.key)
-        if document == write.document:
+        document = live[write.kind].get(write.key)
+        if document is not None and document == write.document:
+            documents[(write.kind, write.key)] = document
             continue
         for change in diff(write.document, document):
             path = f"{write.path}.{change.path}" if write.path else change.path
             problems.append(
                 RuleViolation(
-                    "document.inconsistent",
+                    DocumentCode.INCONSISTENT,
                     f"{write.label} would read back differently here ({change.op}: "
                     f"{json.dumps(change.old, ensure_ascii=False)} → "
                     f"{json.dumps(change.new, ensure_ascii=False)}); another document of the "
@@ -514,7 +528,7 @@ _OUTCOMES = {
 }
 
 
-def _brought_in_date(write: RecordWrite, action: str, document: dict[str, Any]):
+def _brought_in_date(write: RecordWrite, action: str, document: dict[str, Any]) -> dt.date | None:
     """The date the document gives its record, for a revision that brings the document in
     from outside: a creation, or any write of a bundle or fixture load (``upsert``)."""
     if action == "create" or write.mode == "upsert":
@@ -523,7 +537,15 @@ def _brought_in_date(write: RecordWrite, action: str, document: dict[str, Any]):
 
 
 def _append_revisions(
-    head, user, writes, previous, live, partners, *, summary: str, material: bool
+    head: LedgerHead,
+    user: User,
+    writes: list[RecordWrite],
+    previous: Previous,
+    live: dict[RecordId, dict[str, Any]],
+    partners: set[str],
+    *,
+    summary: str,
+    material: bool,
 ) -> list[WriteOutcome]:
     """One revision per changed record, then one per partner case whose document changed
     with a relation; chained in order and inserted together, the head advanced once."""
@@ -551,10 +573,10 @@ def _append_revisions(
     partner_latest = lookups.latest_revisions("case", partners)
     partner_before = lookups.revision_snapshots(partner_latest.values())
     for key in sorted(partners):
-        document = partner_documents.get(key)
-        if document is None:
+        partner = partner_documents.get(key)
+        if partner is None:
             continue
-        snapshot = dumps_compact(document)
+        snapshot = dumps_compact(partner)
         latest = partner_latest.get(key)
         if latest and latest.snapshot_sha256 == sha256_text(snapshot):
             continue
@@ -564,7 +586,7 @@ def _append_revisions(
             "update" if latest else "create",
             snapshot,
             summary=f"{summary} (relation changed from the other case)",
-            changed=changed_fields(partner_before.get(key), document),
+            changed=changed_fields(partner_before.get(key), partner),
         )
     chain.save()
     return outcomes

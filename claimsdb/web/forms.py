@@ -94,7 +94,7 @@ class CaseForm(forms.Form):
     def __init__(self, *args, may_set_ready: bool = True, current_status: str = "", **kwargs):
         """``may_set_ready``: the user is a reviewer. Others see ``ready`` as a disabled
         choice unless the case already is ready; the service refuses it from them anyway
-        (``status.ready_needs_reviewer``; README, "Releases")."""
+        (``status.ready_needs_reviewer``; docs/releases.md, "Who sets a case ready")."""
         super().__init__(*args, **kwargs)
         if not may_set_ready and current_status != choices.CaseStatus.READY:
             self.fields["status"].widget = ChoiceSelect(

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
+from claimsdb.codes import DrfCode, RequestCode
 from claimsdb.limits import UPLOAD_MAX_BYTES
 
 API_PREFIX = "/api/"
@@ -33,7 +34,9 @@ class RequestSizeLimitMiddleware:
             return too_large(request, length)
         for name, values in request.GET.lists():
             if "\x00" in name or any("\x00" in value for value in values):
-                return refused(request, 400, "invalid", "must not contain NUL characters", name)
+                return refused(
+                    request, 400, DrfCode.INVALID, "must not contain NUL characters", name
+                )
         return self.get_response(request)
 
 
@@ -42,7 +45,7 @@ def too_large(request: HttpRequest, length: int) -> HttpResponse:
         f"the request body is {length} bytes; at most {UPLOAD_MAX_BYTES} are accepted "
         "(docs/limits.md)"
     )
-    return refused(request, 413, "request.too_large", message, "")
+    return refused(request, 413, RequestCode.TOO_LARGE, message, "")
 
 
 TITLES = {400: "The request was refused", 413: "Request too large"}

@@ -31,8 +31,8 @@ CASE_DIMENSIONS = OpenApiParameter(
 
 def record_list(kind: str) -> Any:
     """The description of a kind's list endpoint: ``GET`` a page, ``POST`` a new record."""
-    component = openapi.KIND_COMPONENTS[kind]
-    plural = f"{kind}s"
+    entry = record_kinds.get(kind)
+    component, plural = entry.component, entry.plural
     document = openapi.document_ref(kind)
     return extend_schema_view(
         get=extend_schema(
@@ -53,8 +53,8 @@ def record_list(kind: str) -> Any:
         post=extend_schema(
             operation_id=f"{plural}_create",
             summary=f"Create a {kind}",
-            description=f"Create a {kind} from a `{openapi.KIND_FORMATS[kind]}` document "
-            f"({record_kinds.get(kind).write_role}s). One revision is written.",
+            description=f"Create a {kind} from a `{entry.format}` document "
+            f"({entry.write_role}s). One revision is written.",
             tags=[plural],
             parameters=openapi.WRITE_PARAMETERS + [openapi.ETAG_HEADER, openapi.LOCATION_HEADER],
             request={"application/json": document},
@@ -73,11 +73,11 @@ def record_list(kind: str) -> Any:
 
 def record_detail(kind: str) -> Any:
     """The description of a kind's detail endpoint: read, replace, patch, withdraw."""
-    component = openapi.KIND_COMPONENTS[kind]
-    plural = f"{kind}s"
+    entry = record_kinds.get(kind)
+    component, plural = entry.component, entry.plural
     document = openapi.document_ref(kind)
     key = openapi.key_parameter(kind)
-    write_role = record_kinds.get(kind).write_role
+    write_role = entry.write_role
     written = {
         200: OpenApiResponse(response=document, description="the document as it now is"),
     }

@@ -11,7 +11,7 @@ from django.utils.formats import date_format
 from django.utils.text import Truncator
 
 from claimsdb import choices, public, search
-from claimsdb.models import AssessmentMethod
+from claimsdb.models import AssessmentMethod, SearchKind
 from claimsdb.selectors.cases import case_list_filtered, case_list_rows, case_tags
 from claimsdb.selectors.methods import method_list
 from claimsdb.selectors.pages import page_keys
@@ -19,7 +19,7 @@ from claimsdb.selectors.revisions import recent_revisions
 
 from ..access import reads_released, request_has_role
 from ..pagination import paginate
-from ..presenters import label, method_from_document, parse_date
+from ..presenters import LABELS, label, method_from_document, parse_date
 
 RECENT_RELEASES = 5
 
@@ -49,7 +49,7 @@ def index(request: HttpRequest) -> HttpResponse:
         context["kind_tabs"] = [
             {"kind": "", "label": "everything", "count": results.total},
             *(
-                {"kind": kind, "label": SEARCH_KIND_LABELS[kind], "count": count}
+                {"kind": kind, "label": f"{SearchKind(kind).label}s", "count": count}
                 for kind, count in results.counts.items()
             ),
         ]
@@ -64,16 +64,14 @@ def index(request: HttpRequest) -> HttpResponse:
     return render(request, "index.html", context)
 
 
-SEARCH_KIND_LABELS = {"case": "cases", "claim": "claims", "source": "sources"}
-
-
 def search_row(hit: search.SearchHit) -> dict:
     """A search hit as the start page lists it (``search/_hits.html``): its labels in the
     vocabularies' words."""
-    vocabulary = {"case": "case_status", "claim": "claim_status"}.get(hit.kind)
+    # cases and claims have their status vocabularies (``case_status``); a source's is its own
+    vocabulary = f"{hit.kind}_status"
     return {
         "hit": hit,
-        "status_label": label(vocabulary, hit.status) if vocabulary else hit.status,
+        "status_label": label(vocabulary, hit.status) if vocabulary in LABELS else hit.status,
         "kind_label": label("source_kind", hit.source_kind) if hit.source_kind else "",
     }
 
