@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import Group, Permission, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -40,6 +41,23 @@ def backup_key(settings):
     return KEY
 
 
+def _rights() -> dict:
+    """Every account's groups and permissions, and every group's, by name."""
+    return {
+        "users": {
+            user.username: (
+                sorted(user.groups.values_list("name", flat=True)),
+                sorted(user.user_permissions.values_list("codename", flat=True)),
+            )
+            for user in User.objects.all()
+        },
+        "groups": {
+            group.name: sorted(group.permissions.values_list("codename", flat=True))
+            for group in Group.objects.all()
+        },
+    }
+
+
 def _export(tmp_path: Path) -> bytes:
     path = tmp_path / "export.json"
     call_command("export_records", out=str(path), stderr=io.StringIO())
@@ -65,6 +83,12 @@ def _history_of_everything(reviewer, analyst, seed_bundle) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_backup_then_restore_into_an_empty_database(tmp_path, reviewer, analyst, seed_bundle):
     removed = _history_of_everything(reviewer, analyst, seed_bundle)
+    # accounts' rights beyond the roles: a group of one's own, a permission given directly
+    auditors = Group.objects.create(name="auditors")
+    auditors.permissions.add(Permission.objects.get(codename="view_case"))
+    analyst.groups.add(auditors)
+    analyst.user_permissions.add(Permission.objects.get(codename="view_user"))
+    rights = _rights()
     exported = _export(tmp_path)
     head = LedgerHead.objects.get(pk=1)
     rows = TrialRow.objects.count()
@@ -93,6 +117,7 @@ def test_backup_then_restore_into_an_empty_database(tmp_path, reviewer, analyst,
     assert (restored.number, restored.chain_hash) == (head.number, head.chain_hash)
     assert TrialRow.objects.count() == rows
     assert Release.objects.count() == 1
+    assert _rights() == rights
     assert ClaimIdReservation.objects.filter(claim_id=removed).exists()
     # the removed claim's ID is still taken after the restore, and the ledger goes on
     document = record_document("case", "CP22-003")

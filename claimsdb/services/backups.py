@@ -7,8 +7,10 @@ A backup is a directory:
 ``tables/<app>.<model>.jsonl``
     every row of every claimsdb table — the ledger (each revision with its snapshot and
     hashes), the live records, claim-ID reservations, imported runs with their trial rows,
-    import reports, releases — plus the user accounts that authored revisions (password
-    hashes included; API tokens and sessions are not backed up: they are re-issued);
+    import reports, releases — plus every user account (password hashes included),
+    every group with its permissions, who is in which group, and the
+    permissions given to accounts themselves (API tokens and sessions are not backed up:
+    they are re-issued);
 ``manifest.json``
     the format, when and from which schema (applied migrations) it was taken, the ledger
     head, the id of the key that signs it, and for each file its SHA-256, size and row
@@ -63,7 +65,10 @@ from claimsdb.models import LedgerHead, Revision
 
 FORMAT = "claimsdb.backup/2"
 BATCH = 2000
-USER_GROUPS = "auth.user_groups"  # memberships, by group name (group ids differ per database)
+# Accounts' roles and rights, by name (group and permission ids differ per database):
+GROUPS = "auth.groups"  # every group, with its permissions
+USER_GROUPS = "auth.user_groups"  # memberships
+USER_PERMISSIONS = "auth.user_permissions"  # permissions given to an account itself
 MANIFEST = "manifest.json"
 PROOF = "proof.json"
 ALGORITHM = "HMAC-SHA256"
@@ -177,6 +182,30 @@ def _rows(model: type[models.Model]) -> Iterator[list[Any]]:
         last = rows[-1][names.index(model._meta.pk.attname)]
 
 
+def _permission_name(app_label: str, codename: str) -> str:
+    return f"{app_label}.{codename}"
+
+
+def _groups() -> Iterator[list[Any]]:
+    for group in Group.objects.order_by("name").prefetch_related("permissions__content_type"):
+        yield [
+            group.name,
+            sorted(
+                _permission_name(p.content_type.app_label, p.codename)
+                for p in group.permissions.all()
+            ),
+        ]
+
+
+def _user_permissions() -> Iterator[list[Any]]:
+    through = apps.get_model("auth", "User").user_permissions.through
+    rows = through.objects.order_by("pk").values_list(
+        "user_id", "permission__content_type__app_label", "permission__codename"
+    )
+    for user_id, app_label, codename in rows.iterator(BATCH):
+        yield [user_id, _permission_name(app_label, codename)]
+
+
 def _memberships() -> Iterator[list[Any]]:
     through = apps.get_model("auth", "User").groups.through
     for user_id, name in (
@@ -261,8 +290,12 @@ def backup_write(*, out: Path) -> dict[str, Any]:
             name = f"tables/{_label(model)}.jsonl"
             header = [f.attname for f in _columns(model)]
             files[name] = _write_jsonl(out / name, header, _rows(model))
+        name = f"tables/{GROUPS}.jsonl"
+        files[name] = _write_jsonl(out / name, ["name", "permissions"], _groups())
         name = f"tables/{USER_GROUPS}.jsonl"
         files[name] = _write_jsonl(out / name, ["user_id", "group"], _memberships())
+        name = f"tables/{USER_PERMISSIONS}.jsonl"
+        files[name] = _write_jsonl(out / name, ["user_id", "permission"], _user_permissions())
         call_command("export_records", out=str(out / "bundle.json"), stderr=io.StringIO())
         files["bundle.json"] = _file_entry(out / "bundle.json")
         manifest = {
@@ -408,6 +441,48 @@ def _insert_as_stored(model: type[models.Model], columns: list[models.Field], ro
         model._base_manager._insert(rows[start : start + size], fields=columns, raw=True)
 
 
+def _permissions_by_name() -> dict[str, int]:
+    from django.contrib.auth.models import Permission
+
+    return {
+        _permission_name(app_label, codename): pk
+        for pk, app_label, codename in Permission.objects.values_list(
+            "pk", "content_type__app_label", "codename"
+        )
+    }
+
+
+def _permission_ids(names: list[str], known: dict[str, int], where: str) -> list[int]:
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise BackupError(f"{where}: permissions {unknown} do not exist in this database")
+    return [known[name] for name in names]
+
+
+def _restore_groups(path: Path) -> None:
+    """Every group as it was, with exactly its permissions (the role groups exist already:
+    the migrations make them)."""
+    known = _permissions_by_name()
+    _header, rows = _read_jsonl(path)
+    for name, permissions in rows:
+        group = Group.objects.get_or_create(name=name)[0]
+        group.permissions.set(_permission_ids(permissions, known, f"group {name!r}"))
+
+
+def _restore_user_permissions(path: Path) -> None:
+    through = apps.get_model("auth", "User").user_permissions.through
+    known = _permissions_by_name()
+    _header, rows = _read_jsonl(path)
+    batch = []
+    for user_id, name in rows:
+        (permission,) = _permission_ids([name], known, f"user {user_id}")
+        batch.append(through(user_id=user_id, permission_id=permission))
+        if len(batch) >= BATCH:
+            through.objects.bulk_create(batch)
+            batch = []
+    through.objects.bulk_create(batch)
+
+
 def _restore_memberships(path: Path) -> None:
     through = apps.get_model("auth", "User").groups.through
     _header, rows = _read_jsonl(path)
@@ -484,7 +559,12 @@ def backup_restore(*, source: Path) -> RestoreChecks:
                 raise BackupError(f"the backup has no {name}")
             _restore_model(model, source / name)
             restored.append(model)
+        for name in (GROUPS, USER_GROUPS, USER_PERMISSIONS):
+            if f"tables/{name}.jsonl" not in manifest["files"]:
+                raise BackupError(f"the backup has no tables/{name}.jsonl")
+        _restore_groups(source / f"tables/{GROUPS}.jsonl")
         _restore_memberships(source / f"tables/{USER_GROUPS}.jsonl")
+        _restore_user_permissions(source / f"tables/{USER_PERMISSIONS}.jsonl")
         with connection.cursor() as cursor:
             for statement in connection.ops.sequence_reset_sql(no_style(), restored):
                 cursor.execute(statement)
