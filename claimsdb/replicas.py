@@ -7,8 +7,11 @@ to a replica only when all of these hold, and to the primary (``default``) other
   without a role (anonymous, or signed in without one: they see released records), or a
   page that is the same for everyone a moment later: search, release pages and feeds
   (``REPLICA_VIEWS``);
-* the request's user has not written in the last ``REPLICA_STICKY_SECONDS`` (a cookie
-  set by every write: read-your-writes);
+* the request's user has not written in the last ``REPLICA_STICKY_SECONDS``
+  (read-your-writes): a browser carries a cookie set by every write; a tool writing with
+  an API token has no cookie jar, so a write authenticated by a token pins that token to
+  the primary in the cache — the database's own cache table, which every worker process
+  shares — under the token's SHA-256, for as long;
 * no transaction is open on the primary (a read inside a write is part of the write);
 * it is not a read of accounts, sessions or tokens (signing in must see the account as
   it is now);
@@ -22,6 +25,7 @@ the edit forms' revision) and everything read while writing use the primary.
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import logging
 import random
 import time
@@ -29,8 +33,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.http import HttpRequest, HttpResponse
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.authtoken.models import Token
 
 from claimsdb.access import may_read_working_state
 
@@ -51,6 +58,7 @@ REPLICA_VIEWS = {
     "api-release-bundle",
 }
 WROTE_COOKIE = "claimsdb_wrote"
+TOKEN_PIN_PREFIX = "claimsdb.replicas.wrote:"  # + the SHA-256 of a token that wrote
 SAFE_METHODS = {"GET", "HEAD"}
 
 _replica_allowed: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -165,6 +173,32 @@ def _recently_wrote(request: HttpRequest) -> bool:
     return until > time.time()
 
 
+def _token_pin_key(key: str) -> str:
+    """The cache key of a token's pin: its SHA-256, so the cache never holds a token."""
+    return TOKEN_PIN_PREFIX + hashlib.sha256(key.encode()).hexdigest()
+
+
+def _header_token(request: HttpRequest) -> str | None:
+    """The token of an ``Authorization: Token <key>`` header, read as DRF reads it."""
+    parts = request.headers.get("Authorization", "").split()
+    if len(parts) == 2 and parts[0].lower() == TokenAuthentication.keyword.lower():
+        return parts[1]
+    return None
+
+
+def _pin_token(request: HttpRequest, sticky: int) -> None:
+    """A write authenticated by an API token: that token's reads go to the primary for the
+    next ``sticky`` seconds, in every worker process."""
+    auth = getattr(request, "auth", None)  # set by DRF's authentication, for the view
+    if isinstance(auth, Token):
+        cache.set(_token_pin_key(auth.key), 1, timeout=sticky)
+
+
+def _token_recently_wrote(request: HttpRequest) -> bool:
+    key = _header_token(request)
+    return key is not None and cache.get(_token_pin_key(key)) is not None
+
+
 def _public_reader(request: HttpRequest) -> bool:
     """A reader who sees only released records: no credentials of any kind, or a signed-in
     account without a role. A request with an Authorization header is a tool whose token
@@ -189,6 +223,7 @@ class ReplicaReadMiddleware:
             _replica_allowed.reset(token)
         if request.method not in SAFE_METHODS and replica_aliases():
             sticky = int(getattr(settings, "REPLICA_STICKY_SECONDS", 10))
+            _pin_token(request, sticky)
             response.set_cookie(
                 WROTE_COOKIE,
                 f"{time.time() + sticky:.0f}",
@@ -205,6 +240,11 @@ class ReplicaReadMiddleware:
         if _recently_wrote(request):
             return None
         match = request.resolver_match
-        if (match and match.url_name in REPLICA_VIEWS) or _public_reader(request):
+        if match and match.url_name in REPLICA_VIEWS:
+            # for everyone, but a token that has just written (a request with a token is
+            # not a public reader, so this is the one place its pin is looked up)
+            if not _token_recently_wrote(request):
+                _replica_allowed.set(True)
+        elif _public_reader(request):
             _replica_allowed.set(True)
         return None

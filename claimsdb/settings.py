@@ -10,6 +10,8 @@ SECURE_SSL_REDIRECT, SECURE_COOKIES, SECURE_HSTS_SECONDS
 DATABASE_REPLICA_URLS
               comma-separated PostgreSQL streaming replicas for reads that may be a
               moment old (REPLICA_MAX_LAG_SECONDS, REPLICA_STICKY_SECONDS)
+BACKUP_KEY_FILE, BACKUP_KEY
+              the keys that sign and verify backups (a file of them, or the keys)
 LOG_LEVEL, REQUEST_LOG_LEVEL
               root log level (WARNING) and the per-request access line's (INFO)
 
@@ -96,9 +98,11 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # before django_tasks_db: claimsdb's db_worker (one that survives its database) is the
+    # one manage.py runs
+    "claimsdb",
     "django_tasks",
     "django_tasks_db",
-    "claimsdb",
 ]
 
 # Background jobs (large imports) on a queue kept in the database itself: run the worker
@@ -106,6 +110,20 @@ INSTALLED_APPS = [
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 IMPORT_SPOOL_DIR = os.environ.get("IMPORT_SPOOL_DIR", str(BASE_DIR / "var" / "imports"))
 IMPORT_BACKGROUND_BYTES = int(os.environ.get("IMPORT_BACKGROUND_BYTES", str(8 * 1024 * 1024)))
+# A running import's job beats this often; one silent for IMPORT_DEAD_SECONDS is dead, and
+# the worker queues its import again, up to IMPORT_MAX_ATTEMPTS claims in all.
+IMPORT_HEARTBEAT_SECONDS = float(os.environ.get("IMPORT_HEARTBEAT_SECONDS", "10"))
+IMPORT_DEAD_SECONDS = float(os.environ.get("IMPORT_DEAD_SECONDS", "120"))
+IMPORT_MAX_ATTEMPTS = int(os.environ.get("IMPORT_MAX_ATTEMPTS", "3"))
+# The worker's wait before it connects again after losing its database: doubling from the
+# first to the last, in seconds.
+WORKER_RECONNECT_SECONDS = (0.5, 30.0)
+
+# The key that signs backups and the older ones that still verify them (docs/operations.md,
+# "The backup key"): a file of keys, one a line, the signing key first; or the keys
+# themselves. Never kept with the backups.
+BACKUP_KEY_FILE = os.environ.get("BACKUP_KEY_FILE", "")
+BACKUP_KEY = os.environ.get("BACKUP_KEY", "")
 
 MIDDLEWARE = [
     # probes first: no login, no HTTPS redirect, no host check (docs/operations.md)

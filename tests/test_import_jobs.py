@@ -3,13 +3,20 @@ repeat, retry and crash."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
+import logging
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.db import OperationalError, ProgrammingError
+from django.utils import timezone
+from django_tasks_db.management.commands.db_worker import Worker
 
 from claimsdb.importers import jobs, storage
+from claimsdb.importers import worker as worker_module
+from claimsdb.importers.worker import RecoveringWorker
 from claimsdb.models import ImportReport, ReproductionRun, Revision, TrialRow
 
 from .support import ROOT, api_client, signed_in
@@ -167,3 +174,168 @@ def test_the_upload_page_queues_a_large_file(seeded, analyst, settings):
     work()
     page = client.get(response["Location"]).content.decode()
     assert "Imported" in page
+
+
+# --- heartbeats: a dead job is told by its silence, a live one is never touched ----------------
+
+T0 = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC)
+
+
+def at(seconds: float):
+    return lambda: T0 + dt.timedelta(seconds=seconds)
+
+
+def test_a_job_is_dead_when_its_heartbeat_is_older_than_the_threshold(api, settings):
+    settings.IMPORT_DEAD_SECONDS = 120
+    body = upload(api, VALID, background="true").json()
+    assert jobs._claim(body["id"], clock=at(0))  # a worker claimed it at T0
+    row = ImportReport.objects.get(pk=body["id"])
+    assert (row.outcome, row.heartbeat_at, row.attempts) == ("running", T0, 1)
+
+    assert jobs.import_requeue(clock=at(119)) == []  # silent, but not for long enough
+    assert jobs.Heartbeat(body["id"], clock=at(100)).beat()  # it beats: alive
+    assert jobs.import_requeue(clock=at(219)) == []
+    assert jobs.import_requeue(stuck_minutes=1, clock=at(159)) == []
+    # silent for longer than the threshold: its job is dead
+    assert jobs.import_requeue(stuck_minutes=1, clock=at(161)) == [body["id"]]
+    row.refresh_from_db()
+    assert (row.outcome, row.heartbeat_at) == ("queued", None)
+    assert not jobs.Heartbeat(body["id"], clock=at(170)).beat()  # the dead job's beat is void
+    work()
+    assert api.get(body["url"]).json()["outcome"] == "imported"
+
+
+def test_the_requeue_command_goes_by_the_heartbeat_not_by_age(api):
+    body = upload(api, VALID, background="true").json()
+    jobs._claim(body["id"])
+    # an import running for an hour, whose job beat a moment ago, is alive
+    ImportReport.objects.filter(pk=body["id"]).update(
+        created_at=timezone.now() - dt.timedelta(hours=1),
+        progress={
+            "phase": "storing",
+            "updated_at": (timezone.now() - dt.timedelta(hours=1)).isoformat(),
+        },
+    )
+    out = io.StringIO()
+    call_command("requeue_imports", "--stuck-minutes", "0.5", stdout=out)
+    assert "nothing to requeue" in out.getvalue()
+    ImportReport.objects.filter(pk=body["id"]).update(
+        heartbeat_at=timezone.now() - dt.timedelta(seconds=40)
+    )
+    call_command("requeue_imports", "--stuck-minutes", "0.5", stdout=out)
+    assert f"requeued: {body['id']}" in out.getvalue()
+
+
+def test_the_worker_requeues_a_dead_import_a_few_times_at_most(api, settings):
+    settings.IMPORT_DEAD_SECONDS = 60
+    settings.IMPORT_MAX_ATTEMPTS = 2
+    body = upload(api, VALID, background="true").json()
+    failed = upload(api, INVALID, background="true").json()
+    ImportReport.objects.filter(pk=failed["id"]).update(outcome="failed")
+    for attempt in (1, 2):
+        assert jobs._claim(body["id"], clock=at(0))
+        assert ImportReport.objects.get(pk=body["id"]).attempts == attempt
+        assert jobs.requeue_dead_imports(clock=at(59)) == []
+        requeued = jobs.requeue_dead_imports(clock=at(61))
+        # the failed import waits for someone to look at it
+        assert requeued == ([body["id"]] if attempt == 1 else [])
+    assert ImportReport.objects.get(pk=body["id"]).outcome == "running"
+    assert jobs.import_requeue(ids=[body["id"]], clock=at(61)) == [body["id"]]  # by hand
+
+
+def test_a_report_is_written_once_by_the_job_that_wrote_its_revision(api, tmp_path):
+    """A job thought dead during its storing pass was queued again and a second job claimed
+    the report; the first then wrote the revision and the report. The second finds the run
+    already there: it must not overwrite the report as "unchanged"."""
+    body = upload(api, VALID, background="true").json()
+    second = ImportReport.objects.select_related("user").get(pk=body["id"])
+    kept = tmp_path / "the second job's open file.json"
+    kept.write_bytes(Path(second.stored_file).read_bytes())
+    second.stored_file = str(kept)
+
+    work()  # the first job: writes the run, its revision and the report
+    first = api.get(body["url"]).json()
+    assert first["outcome"] == "imported" and first["revision"]
+    revisions = Revision.objects.count()
+
+    said = jobs.run_claimed_import(second)  # the second job, past its claim
+    assert "finished by another job (imported)" in said
+    after = api.get(body["url"]).json()
+    assert (after["outcome"], after["revision"]) == ("imported", first["revision"])
+    assert after["message"] == first["message"]
+    assert Revision.objects.count() == revisions
+    # nor does a second job that fails overwrite it
+    second.stored_file = str(tmp_path / "gone.json")
+    with pytest.raises(FileNotFoundError):
+        jobs.run_claimed_import(second)
+    assert api.get(body["url"]).json()["outcome"] == "imported"
+
+
+# --- the worker: a lost database is waited for -------------------------------------------------
+
+
+class _Loses:
+    """Stands in for django-tasks' loop: loses the database ``times`` times, then returns."""
+
+    def __init__(self, times: int, error: Exception | None = None):
+        self.times = times
+        self.error = error or OperationalError("server closed the connection")
+        self.calls = 0
+
+    def __call__(self, worker) -> None:
+        self.calls += 1
+        if self.calls <= self.times:
+            raise self.error
+
+
+def _worker(**options) -> RecoveringWorker:
+    return RecoveringWorker(
+        queue_names=["default"],
+        interval=0,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id="test-worker",
+        excluded_queue_names=[],
+        **options,
+    )
+
+
+def test_the_worker_reconnects_with_backoff_when_its_database_is_lost(
+    api, monkeypatch, settings, caplog
+):
+    settings.WORKER_RECONNECT_SECONDS = (0.5, 4)
+    loses = _Loses(5)
+    monkeypatch.setattr(Worker, "run", lambda self: loses(self))
+    reaped = []
+    monkeypatch.setattr(worker_module, "requeue_dead_imports", lambda: reaped.append(1))
+    waits: list[float] = []
+    now = [0.0]
+    worker = _worker(sleep=waits.append, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="claimsdb.worker"):
+        worker.run()
+    assert waits == [0.5, 1, 2, 4, 4]  # doubling, up to the last
+    assert loses.calls == 6 and worker.reconnects == 5
+    assert len(reaped) == 6  # dead imports are looked for each time it (re)starts
+    assert "lost its database (OperationalError: server closed the connection)" in caplog.text
+
+    # once it ran well for longer than the longest wait, the wait starts small again
+    waits.clear()
+    loses.calls, loses.times = 0, 2
+
+    def lose_after_a_while(worker):
+        now[0] += 10
+        loses(worker)
+
+    monkeypatch.setattr(Worker, "run", lose_after_a_while)
+    worker.run()
+    assert waits == [0.5, 0.5]
+
+
+def test_the_worker_still_stops_on_errors_that_are_not_a_lost_connection(monkeypatch):
+    loses = _Loses(1, ProgrammingError("no such table"))
+    monkeypatch.setattr(Worker, "run", lambda self: loses(self))
+    monkeypatch.setattr(worker_module, "requeue_dead_imports", lambda: None)
+    with pytest.raises(ProgrammingError):
+        _worker(sleep=lambda _: None).run()

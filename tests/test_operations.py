@@ -13,12 +13,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.db.utils import OperationalError
 from django.test import override_settings
 
 from claimsdb.web import health
 
-from .support import ROOT
+from .support import ROOT, token_client
 
 
 @pytest.mark.django_db
@@ -231,3 +232,57 @@ def test_the_router_keeps_writes_accounts_and_transactions_on_the_primary(settin
     assert router.db_for_read(Case) == "default"  # outside a request that allows it
     assert router.allow_migrate("default", "claimsdb") is True
     assert router.allow_migrate("replica1", "claimsdb") is False
+
+
+@pytest.mark.django_db
+def test_a_write_with_a_token_pins_that_token_to_the_primary(settings, seeded, analyst, viewer):
+    """Read-your-writes for tools: no cookie jar, so the pin is kept in the cache that
+    every worker process shares, under the token's hash, for REPLICA_STICKY_SECONDS."""
+    from django.core.cache import cache
+    from django.test import RequestFactory
+    from django.urls import resolve
+    from rest_framework.authtoken.models import Token
+
+    from claimsdb import replicas
+
+    settings.DATABASE_REPLICAS = ["replica1"]
+    settings.REPLICA_STICKY_SECONDS = 1
+    tool = token_client(analyst)
+    key = Token.objects.get(user=analyst).key
+    token_client(viewer)  # makes its token
+    other_key = Token.objects.get(user=viewer).key
+
+    def may_use_replica(token: str | None, path: str = "/api/v1/releases/") -> bool:
+        headers = {"HTTP_AUTHORIZATION": f"Token {token}"} if token else {}
+        request = RequestFactory().get(path, **headers)
+        request.resolver_match = resolve(path)
+        allowed = replicas._replica_allowed.set(False)
+        try:
+            replicas.ReplicaReadMiddleware(lambda r: None).process_view(request, None, (), {})
+            return replicas._replica_allowed.get()
+        finally:
+            replicas._replica_allowed.reset(allowed)
+
+    assert may_use_replica(key) and may_use_replica(None)
+    response = tool.generic(
+        "PATCH",
+        "/api/v1/cases/CP22-003/?summary=Retitle",
+        json.dumps({"title": "Written with a token"}),
+        content_type="application/merge-patch+json",
+    )
+    assert response.status_code == 200, response.content
+    assert not may_use_replica(key)  # the releases, replica-safe for others, are not
+    assert not may_use_replica(key, "/api/v1/releases/1/")
+    assert may_use_replica(other_key) and may_use_replica(None)
+    assert cache.get(replicas._token_pin_key(key)) is not None
+    with connection.cursor() as cursor:  # the cache names the token by its hash only
+        cursor.execute("SELECT cache_key, value FROM claimsdb_cache")
+        assert not any(key in f"{name} {value}" for name, value in cursor.fetchall())
+    # a refused credential pins nothing
+    bad = token_client()
+    bad.credentials(HTTP_AUTHORIZATION="Token " + "0" * 40)
+    assert bad.post("/api/v1/releases/", {"notes": "x"}, format="json").status_code == 401
+    assert may_use_replica("0" * 40)
+    # the pin lasts the sticky window
+    time.sleep(1.1)
+    assert may_use_replica(key)

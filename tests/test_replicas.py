@@ -26,7 +26,7 @@ from claimsdb.services import bundle_load, case_update
 from claimsdb.services.releases import release_publish
 from claimsdb.settings import database_from_url
 
-from .support import signed_in
+from .support import signed_in, token_client
 
 REPLICA_URL = os.environ.get("CLAIMSDB_TEST_REPLICA_URL", "")
 CASE = "CP22-003"
@@ -229,3 +229,44 @@ def test_a_replica_that_is_down_falls_back_to_the_primary(replica, reviewer, see
     finally:
         down.close()
         down.settings_dict = real
+
+
+def test_a_token_that_wrote_reads_its_writes_on_every_worker(
+    replica, reviewer, seed_bundle, settings
+):
+    """A tool publishing with a token has no cookie jar: its next reads of the releases,
+    pages that go to a replica for everyone, must still show what it published."""
+    _released_seed(reviewer, seed_bundle)
+    _caught_up()
+    _pause_replay()  # the replica is held behind from here on
+    _retitle(reviewer, "Retitled for release 2")
+    settings.REPLICA_STICKY_SECONDS = 2
+    tool = token_client(reviewer)
+    published = tool.post("/api/v1/releases/", {"notes": "Release 2"}, format="json")
+    assert published.status_code == 201, published.content
+    number = published.json()["number"]
+
+    def read(client, path):
+        client.cookies.clear()  # no cookie jar: nothing but the token carries over
+        return _reads(client, path)
+
+    for path in ("/api/v1/releases/", f"/api/v1/releases/{number}/"):
+        response, _, on_replica = read(tool, path)
+        assert response.status_code == 200, (path, response.content)
+        assert on_replica == 0, path
+    listed = read(tool, "/api/v1/releases/")[0].json()["results"]
+    assert [r["number"] for r in listed][:1] == [number]
+    response, _, on_replica = read(tool, f"/api/v1/releases/{number}/bundle.json")
+    assert response.status_code == 200 and on_replica == 0
+    # another worker process sees the same pin: it is kept in the database's cache table
+    replicas.forget_replica_health()
+    response, _, on_replica = read(token_client(reviewer), f"/api/v1/releases/{number}/")
+    assert response.status_code == 200 and on_replica == 0
+
+    # everyone else reads the replica, which has not seen release 2 yet
+    response, _, on_replica = read(Client(), f"/api/v1/releases/{number}/")
+    assert on_replica > 0 and response.status_code == 404
+    # and the pin lasts the sticky window, no longer
+    time.sleep(2.1)
+    response, _, on_replica = read(tool, f"/api/v1/releases/{number}/")
+    assert on_replica > 0 and response.status_code == 404

@@ -14,9 +14,16 @@ What makes it safe to run, to crash and to run again:
 * a job first claims its report (``queued`` → ``running``) with one conditional update,
   so a job delivered twice, or a report already done, does nothing;
 * the import itself is one transaction, as always: a job that dies mid-import leaves no
-  run, no rows and no revision behind, only a report stuck in ``running`` (a dead worker)
-  or marked ``failed`` (an unexpected error), which ``manage.py requeue_imports`` puts
-  back in the queue;
+  run, no rows and no revision behind, only a report left ``running`` (a dead worker) or
+  marked ``failed`` (an unexpected error), which ``manage.py requeue_imports`` puts back
+  in the queue;
+* a running job beats (``Heartbeat``: a thread of its own, on a database connection of its
+  own, so it beats while the import's transaction is open, the storing pass included): a
+  ``running`` report whose last beat is older than ``IMPORT_DEAD_SECONDS`` belongs to a
+  dead job, and only such a one is queued again — by ``requeue_imports`` or by the worker
+  itself (``requeue_dead_imports``), a few times at most;
+* a report is written once: the job that writes the revision writes the report in the
+  same transaction, and no other job overwrites a report that is no longer pending;
 * the same file queued again while a first copy waits is not queued twice (the pending
   report is returned), and importing a file already imported is a no-op, as it is for
   every import.
@@ -33,14 +40,17 @@ import functools
 import hashlib
 import logging
 import os
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 from django_tasks import task
 
@@ -205,15 +215,96 @@ class _ProgressRecorder:
         ImportReport.objects.filter(pk=self.report_id, outcome=RUNNING).update(progress=progress)
 
 
+Clock = Callable[[], dt.datetime]
+
+
+def heartbeat_seconds() -> float:
+    return float(getattr(settings, "IMPORT_HEARTBEAT_SECONDS", 10))
+
+
+def dead_after() -> dt.timedelta:
+    """How long a running import may go without a beat before its job counts as dead."""
+    return dt.timedelta(seconds=float(getattr(settings, "IMPORT_DEAD_SECONDS", 120)))
+
+
+class Heartbeat:
+    """Shows that the job running import ``report_id`` is alive: ``heartbeat_at`` is set
+    every ``interval`` seconds by a thread of its own, whatever the job is doing.
+
+    The thread has its own database connection (Django's are per thread), so its beats
+    commit while the import's transaction is open — through the storing pass, which can
+    take minutes. (On SQLite, which has one writer at a time, the beats wait for the
+    import's transaction; nothing can requeue the job meanwhile either, for the same
+    reason.) ``beat`` is the single beat, for tests and the claim."""
+
+    def __init__(
+        self, report_id: int, *, interval: float | None = None, clock: Clock = timezone.now
+    ):
+        self.report_id = report_id
+        self.interval = heartbeat_seconds() if interval is None else interval
+        self.clock = clock
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"import-{report_id}-heartbeat", daemon=True
+        )
+
+    def beat(self) -> bool:
+        """One beat; False once the report is no longer running."""
+        return bool(
+            ImportReport.objects.filter(pk=self.report_id, outcome=RUNNING).update(
+                heartbeat_at=self.clock()
+            )
+        )
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        # not for ever: a beat may wait for a lock the caller still holds
+        self._thread.join(timeout=max(1.0, self.interval))
+
+    def _run(self) -> None:
+        from django.db import connection as own  # this thread's connection
+
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    if not self.beat():
+                        return
+                except DatabaseError as exc:
+                    logger.warning("import %s: heartbeat not written: %s", self.report_id, exc)
+                    own.close()  # the next beat connects again
+        finally:
+            own.close()
+
+
+def _claim(report_id: int, *, clock: Clock = timezone.now) -> bool:
+    """``queued`` → ``running``, in one conditional update: of two deliveries, one runs."""
+    return bool(
+        ImportReport.objects.filter(pk=report_id, outcome=QUEUED).update(
+            outcome=RUNNING,
+            progress={"phase": "starting"},
+            heartbeat_at=clock(),
+            attempts=F("attempts") + 1,
+        )
+    )
+
+
 @task()
 def run_import_job(report_id: int) -> str:
     """Import the stored file of a queued report (the worker's side)."""
-    claimed = ImportReport.objects.filter(pk=report_id, outcome=QUEUED).update(
-        outcome=RUNNING, progress={"phase": "starting"}
-    )
-    if not claimed:
+    if not _claim(report_id):
         return f"import {report_id} is not queued: nothing to do"
     row = ImportReport.objects.select_related("user").get(pk=report_id)
+    with Heartbeat(report_id):
+        return run_claimed_import(row)
+
+
+def run_claimed_import(row: ImportReport) -> str:
+    """The import of a report this job has claimed (``row`` as it was then)."""
+    report_id = row.pk
     importer = ResultsImporter(
         user=row.user,
         dry_run=row.dry_run,
@@ -227,7 +318,8 @@ def run_import_job(report_id: int) -> str:
             report = importer.import_file(stream, filename=row.filename)
     except Exception as exc:
         logger.exception("import %s failed", report_id)
-        ImportReport.objects.filter(pk=report_id).update(
+        # only a report still pending: another job may have finished it meanwhile
+        ImportReport.objects.filter(pk=report_id, outcome__in=PENDING).update(
             outcome=FAILED,
             progress={"error": f"{type(exc).__name__}: {exc}"},
             report={
@@ -240,6 +332,12 @@ def run_import_job(report_id: int) -> str:
             },
         )
         raise
+    if not importer.report_stored:
+        done = ImportReport.objects.filter(pk=report_id).values_list("outcome", flat=True)
+        return (
+            f"import {report_id}: finished by another job ({done.first()}); this job's "
+            f"result ({report.outcome}) is not recorded"
+        )
     if row.dry_run and report.outcome in WOULD_WRITE:
         return f"import {report_id}: {report.outcome} (its file kept to be imported)"
     Path(row.stored_file).unlink(missing_ok=True)
@@ -248,31 +346,64 @@ def run_import_job(report_id: int) -> str:
 
 
 def import_requeue(
-    *, ids: list[int] | None = None, stuck_minutes: float | None = None
+    *,
+    ids: list[int] | None = None,
+    stuck_minutes: float | None = None,
+    dead: dt.timedelta | None = None,
+    max_attempts: int | None = None,
+    failed: bool = True,
+    clock: Clock = timezone.now,
 ) -> list[int]:
-    """Put failed imports, and imports stuck ``running`` with no progress for longer than
-    ``stuck_minutes`` (their worker died), back in the queue; returns their ids."""
-    rows = ImportReport.objects.filter(outcome__in=(FAILED, RUNNING)).exclude(stored_file="")
+    """Put imports back in the queue; returns their ids.
+
+    Failed imports (``failed``), and running ones whose job is dead: no heartbeat for
+    ``dead`` (``stuck_minutes``, or ``IMPORT_DEAD_SECONDS`` by default). A job that beats
+    is alive however long its import takes, and is never touched: the requeue is a
+    conditional update on the beat it read, so a beat that lands meanwhile wins.
+    ``max_attempts`` leaves alone an import that many jobs have claimed already.
+    """
+    if dead is None:
+        dead = dt.timedelta(minutes=stuck_minutes) if stuck_minutes is not None else dead_after()
+    outcomes = (FAILED, RUNNING) if failed else (RUNNING,)
+    rows = ImportReport.objects.filter(outcome__in=outcomes).exclude(stored_file="")
     if ids:
         rows = rows.filter(pk__in=ids)
-    cutoff = timezone.now() - dt.timedelta(minutes=stuck_minutes or 0)
+    if max_attempts is not None:
+        rows = rows.filter(attempts__lt=max_attempts)
+    cutoff = clock() - dead
     requeued = []
-    for pk, outcome, progress, created_at in rows.values_list(
-        "pk", "outcome", "progress", "created_at"
+    for pk, outcome, heartbeat_at, progress, created_at in rows.values_list(
+        "pk", "outcome", "heartbeat_at", "progress", "created_at"
     ):
+        same = ImportReport.objects.filter(pk=pk, outcome=outcome)
         if outcome == RUNNING:
-            if stuck_minutes is None:
-                continue
-            seen = (progress or {}).get("updated_at")
-            last = dt.datetime.fromisoformat(seen) if seen else created_at
+            if heartbeat_at is None:  # claimed before jobs beat: its last progress tells
+                seen = (progress or {}).get("updated_at")
+                last = dt.datetime.fromisoformat(seen) if seen else created_at
+                same = same.filter(heartbeat_at__isnull=True)
+            else:
+                last = heartbeat_at
+                same = same.filter(heartbeat_at=heartbeat_at)
             if last > cutoff:
-                continue  # still moving: its worker is alive
+                continue  # it beats: its job is alive
         with transaction.atomic():
-            if ImportReport.objects.filter(pk=pk, outcome=outcome).update(
-                outcome=QUEUED, progress={}
-            ):
+            if same.update(outcome=QUEUED, progress={}, heartbeat_at=None):
                 requeued.append(pk)
                 transaction.on_commit(functools.partial(run_import_job.enqueue, pk))
+    return requeued
+
+
+def requeue_dead_imports(*, clock: Clock = timezone.now) -> list[int]:
+    """What the worker does now and then: queue again the imports whose job died (not the
+    failed ones, which wait for someone to look), each at most ``IMPORT_MAX_ATTEMPTS``
+    times in all, so a file that kills its worker is not retried for ever."""
+    attempts = int(getattr(settings, "IMPORT_MAX_ATTEMPTS", 3))
+    requeued = import_requeue(failed=False, max_attempts=attempts, clock=clock)
+    if requeued:
+        logger.warning(
+            "queued again the imports whose job stopped beating: %s",
+            ", ".join(map(str, requeued)),
+        )
     return requeued
 
 

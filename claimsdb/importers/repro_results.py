@@ -202,6 +202,8 @@ class ResultsImporter:
         self.progress = progress
         # a queued import's row, which the report fills in instead of adding a new one
         self.report_id = report_id
+        # False when that row was finished by another job first, and left as it was
+        self.report_stored = True
 
     # --- the pipeline -----------------------------------------------------------------------
 
@@ -417,7 +419,14 @@ class ResultsImporter:
             "report": report.as_dict(),
         }
         if self.report_id is not None:
-            ImportReport.objects.filter(pk=self.report_id).update(**values, progress={})
+            # Written once: by the job that wrote the revision, in its transaction. A
+            # report no longer pending was finished by another job (one queued again while
+            # this one was thought dead) and is not overwritten.
+            self.report_stored = bool(
+                ImportReport.objects.filter(
+                    pk=self.report_id, outcome__in=(QUEUED, RUNNING)
+                ).update(**values, progress={}, heartbeat_at=None)
+            )
             row = ImportReport.objects.get(pk=self.report_id)
         else:
             row = ImportReport.objects.create(user=self.user, **values)

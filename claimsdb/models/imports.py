@@ -101,6 +101,12 @@ class ImportReport(models.Model):
     stored_file = models.CharField(max_length=500, blank=True)
     options = models.JSONField(default=dict, blank=True)
     progress = models.JSONField(default=dict, blank=True)
+    # While ``running``: when its job last showed it was alive (a thread of the job beats
+    # every IMPORT_HEARTBEAT_SECONDS, whatever the import is doing). A job whose beat is
+    # older than IMPORT_DEAD_SECONDS is dead and may be queued again; ``attempts`` counts
+    # the jobs that claimed it.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -12,7 +12,8 @@ from claimsdb.services.backups import BackupError, backup_write
 class Command(BaseCommand):
     help = (
         "Write a backup of the whole knowledge base (ledger, records, imported runs, "
-        "releases, accounts) into a new directory, with a manifest of SHA-256 sums."
+        "releases, accounts and their roles) into a new directory, with a manifest of "
+        "SHA-256 sums signed with the backup key (BACKUP_KEY_FILE or BACKUP_KEY)."
     )
 
     def add_arguments(self, parser):
@@ -27,5 +28,5 @@ class Command(BaseCommand):
         self.stdout.write(
             f"backup written to {options['out']}: {len(manifest['files'])} files, {rows} rows, "
             f"ledger head revision {manifest['head']['number']} "
-            f"({manifest['head']['chain_hash'][:12]}…)"
+            f"({manifest['head']['chain_hash'][:12]}…), signed with backup key {manifest['key_id']}"
         )
