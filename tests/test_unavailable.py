@@ -160,3 +160,30 @@ def test_when_a_replica_dies_no_read_fails(
         assert visitor.get(path).status_code == 200, path
     failures = [r for r in caplog.records if "replica replica1 failed" in r.getMessage()]
     assert len(failures) == 1
+
+
+# reads go to a replica only outside a transaction
+@pytest.mark.django_db(transaction=True, databases=["default", ALIAS])
+def test_when_a_replica_dies_no_read_fails_under_the_asgi_server(
+    roles_kept, seeded, reviewer, dead_replica
+):
+    """The same through the handler make serve runs (claimsdb/asgi.py): the replica
+    router's per-request state follows the request into its thread and back."""
+    import asyncio
+
+    from claimsdb import asgi
+
+    from .test_asgi import Exchange, serve
+
+    release_publish(user=reviewer, notes="Release 1")
+    handler = asgi.ClaimsdbASGIHandler()
+
+    async def read(path: str) -> int:
+        exchange = Exchange()
+        await serve(handler, path, exchange)
+        return exchange.status
+
+    for path in [PAGES[0], *ENDPOINTS, PAGES[1]]:
+        assert asyncio.run(read(path)) == 200, path
+    health = replicas._health[ALIAS]
+    assert not health.usable and health.reason == "a read failed (HTTP 503)"
