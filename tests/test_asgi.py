@@ -156,3 +156,54 @@ def test_a_streaming_response_streams(seeded, reviewer):
     # fallback for a synchronous iterator, which warns)
     assert not [w for w in caught if "synchronous iterators" in str(w.message)]
     assert len(json.loads(exchange.body)["cases"]) == 2
+
+
+def test_signing_in_and_a_form_under_the_asgi_handler(seeded, reviewer):
+    """Sessions, CSRF and a signed-in page through the handler make serve runs."""
+    import re
+    from http.cookies import SimpleCookie
+
+    handler = asgi.ClaimsdbASGIHandler()
+    cookies: dict[str, str] = {}
+
+    def remember(exchange: Exchange) -> None:
+        start = next(m for m in exchange.sent if m["type"] == "http.response.start")
+        for name, value in start["headers"]:
+            if name.lower() == b"set-cookie":
+                for morsel in SimpleCookie(value.decode()).values():
+                    cookies[morsel.key] = morsel.value
+
+    def request(path: str, method: str = "GET", body: bytes = b"") -> Exchange:
+        headers = [(b"cookie", "; ".join(f"{k}={v}" for k, v in cookies.items()).encode())]
+        if body:
+            headers += [
+                (b"content-type", b"application/x-www-form-urlencoded"),
+                (b"content-length", str(len(body)).encode()),
+                (b"referer", b"http://testserver/accounts/login/"),
+            ]
+        exchange = Exchange([body] if body else [])
+        asyncio.run(serve(handler, path, exchange, method=method, headers=headers))
+        remember(exchange)
+        return exchange
+
+    form = request("/accounts/login/")
+    assert form.status == 200
+    token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', form.body).group(1)
+    refused = Exchange([b"username=reviewer&password=pw-reviewer"])
+    asyncio.run(
+        serve(
+            handler,
+            "/accounts/login/",
+            refused,
+            method="POST",
+            headers=[(b"content-type", b"application/x-www-form-urlencoded")],
+        )
+    )
+    assert refused.status == 403  # no CSRF token, no sign-in
+    signed_in = request(
+        "/accounts/login/",
+        "POST",
+        b"csrfmiddlewaretoken=" + token + b"&username=reviewer&password=pw-reviewer",
+    )
+    assert signed_in.status == 302 and "sessionid" in cookies
+    assert request("/cases/new/").status == 200  # an analyst's form, for the session's user
