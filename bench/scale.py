@@ -27,6 +27,10 @@ Every figure is a ratio of two measurements made in the same run, on throwaway d
   ``PAGE_SIZE`` cases by key with their claim counts, revisions, tags and current
   assessments, and the count; on GIN-indexed ``tsvector`` tables of case, claim and
   source texts, the hits of each kind counted and a page of them highlighted), p95;
+* the case list page signed out (the released record) against the API's list of the same
+  cases, through gunicorn with ``gunicorn.conf.py`` (as ``make serve`` runs it) on the
+  largest knowledge base once it is released, at ``--users`` (10) concurrent users, p95
+  (``bench/concurrent_lists.py``);
 * ``verify_history`` against streaming the same revision rows and hashing the same bytes
   with ``hashlib.sha256``, then streaming the live records' rows and latest snapshots;
   ``publish_release``, ``export_records`` and ``check_rules``
@@ -61,6 +65,7 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import concurrent_lists  # noqa: E402
 from bench.harness import (  # noqa: E402  (the root is on the path from here on)
     Databases,
     log,
@@ -919,6 +924,8 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
                 pub_copies[name], "publish_release", runs="traced", **notes
             )
             dbs.drop(f"{name}_publish")
+    log(f"the public case list and the API's at {o.users} concurrent users (make serve) …")
+    lists = concurrent_lists.measure(urls["big"], users=o.users, requests=o.repeats // 2 or 1)
     log("raw floor of verify_history: stream the revisions, hash the same bytes …")
     verify_floor = run_child(urls["big"], "verify_floor")
     export_size = (folder / "export-big.json").stat().st_size
@@ -952,6 +959,9 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
     found, found_floor = p95(reads["search"]), p95(reads["search_floor"])
     rows.append(Row(f"search ?q={word} vs GIN tsvector SQL ({big_n:,} cases, p95)", ms(found),
                     ms(found_floor), found / found_floor, "≤ 3"))  # fmt: skip
+    page, api = lists["page"]["p95"], lists["api"]["p95"]
+    rows.append(Row(f"GET /cases/ signed out vs /api/v1/cases/ at {o.users} users (p95)",
+                    ms(page), ms(api), page / api, "≤ 1.5"))  # fmt: skip
     revisions = verify_floor["revisions"]
     v_rate = revisions / timed[("verify_history", "big")]["seconds"]
     v_floor = revisions / verify_floor["seconds"]
@@ -992,6 +1002,9 @@ def main() -> int:
     parser.add_argument("--revisions", type=int, default=1_000_000, help="ledger of the large KB")
     parser.add_argument("--repeats", type=int, default=20, help="timed repetitions of each read")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--users", type=int, default=10, help="concurrent users of the two lists' server"
+    )
     parser.add_argument("--quick", action="store_true", help="a small run (about a minute)")
     parser.add_argument("--profile", action="store_true", help="cProfile one case update")
     parser.add_argument(

@@ -407,6 +407,11 @@ class ServerCode(Code):
     """An error of the server itself, not of the request."""
 
     ERROR = "server.error", "an unexpected error, logged on the server (HTTP 500)"
+    UNAVAILABLE = (
+        "server.unavailable",
+        "the database (or a replica and then the primary) cannot be reached for now: try "
+        "again after the Retry-After header's seconds (HTTP 503; docs/operations.md)",
+    )
 
 
 class RequestCode(Code):

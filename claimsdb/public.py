@@ -16,9 +16,10 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
+from django.db import connections, router
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Sum
 
-from claimsdb import choices
+from claimsdb import choices, release_facets
 from claimsdb.models import Release, ReleaseChange, ReleasedTerm, ReleaseEntry, Revision
 from claimsdb.records.kinds import record_kinds
 from claimsdb.records.schema import BUNDLE_FORMAT
@@ -249,6 +250,56 @@ def released_records(kind: str, *, include_withdrawn: bool = False) -> ReleasedR
     if not include_withdrawn:
         entries = entries.filter(withdrawn=False)
     return ReleasedRecords(entries)
+
+
+def released_cases(*, tag: str = "", values: dict[str, str] | None = None) -> ReleasedRecords:
+    """The released cases (withdrawn ones left out) carrying ``tag`` whose current
+    assessment has every dimension value of ``values``, by key: filtered in the database
+    through what each release recorded of its revisions (``ReleasedTerm``), so that a page
+    of them reads the snapshots of its own cases only."""
+    records = released_records("case")
+    entries = records.entries
+    if tag:
+        entries = entries.filter(_has_term("tag", [tag]))
+    for dimension, value in sorted((values or {}).items()):
+        entries = entries.filter(
+            _has_term("current", [release_facets.dimension_value(dimension, value)])
+        )
+    return records.with_entries(entries)
+
+
+def released_tags() -> list[str]:
+    """Every tag of a released case (withdrawn ones left out), sorted.
+
+    On PostgreSQL by skipping along the (name, value) index of ``ReleasedTerm`` from one tag
+    to the next, keeping those some case of the public release carries (the first of the
+    tag's terms whose revision the release publishes): a few index probes per tag, where
+    reading the released cases would parse every snapshot on each page of the list. A tag
+    whose terms are mostly of revisions later ones replaced costs a probe per such term."""
+    entries = _released_entries("case").filter(withdrawn=False)
+    connection = connections[router.db_for_read(ReleasedTerm)]
+    if connection.vendor != "postgresql":
+        terms = ReleasedTerm.objects.filter(name="tag", revision__in=entries.values("revision"))
+        return list(terms.order_by("value").values_list("value", flat=True).distinct())
+    quote = connection.ops.quote_name
+    term = quote(ReleasedTerm._meta.db_table)
+    entry = quote(ReleaseEntry._meta.db_table)
+    release = quote(Release._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH RECURSIVE tags(value) AS ("
+            f"(SELECT value FROM {term} WHERE name = 'tag' ORDER BY value LIMIT 1) UNION ALL "
+            f"SELECT (SELECT value FROM {term} WHERE name = 'tag' AND value > tags.value "
+            f"ORDER BY value LIMIT 1) FROM tags WHERE tags.value IS NOT NULL) "
+            # LATERAL … LIMIT 1: one probe per tag (a semi-join would read every entry)
+            f"SELECT tags.value FROM tags CROSS JOIN LATERAL ("
+            f"SELECT 1 FROM {term} t JOIN {entry} e ON e.revision_id = t.revision_id "
+            f"WHERE t.name = 'tag' AND t.value = tags.value AND e.record_kind = 'case' "
+            f"AND NOT e.withdrawn AND e.release_id = "
+            f"(SELECT id FROM {release} ORDER BY number DESC LIMIT 1) LIMIT 1) carried "
+            f"WHERE tags.value IS NOT NULL"
+        )
+        return [value for (value,) in cursor.fetchall()]
 
 
 # --- what a released page shows around its record ----------------------------------------

@@ -17,6 +17,9 @@ to a replica only when all of these hold, and to the primary (``default``) other
   it is now);
 * the replica is reachable, streaming, and less than ``REPLICA_MAX_LAG_SECONDS`` behind.
   A replica that fails this is skipped for a few seconds and the primary serves the read.
+  A replica that fails between two checks (a read on it raises ``OperationalError`` or
+  ``InterfaceError``) is marked failed at once, and the request is answered again from
+  the primary: no read fails because a replica died (``ReplicaReadMiddleware``).
 
 Every write goes to the primary, so the ledger lock, the staleness checks (``If-Match``,
 the edit forms' revision) and everything read while writing use the primary.
@@ -123,6 +126,18 @@ def replica_usable(alias: str) -> bool:
     return known.usable
 
 
+def mark_failed(alias: str, reason: str) -> None:
+    """Skip ``alias`` until its next check is due: a read on it has just failed."""
+    _health[alias] = _Health(False, time.monotonic(), reason)
+    logger.warning("replica %s failed, reads go to the primary: %s", alias, reason)
+
+
+def failed_replicas() -> list[str]:
+    """The replicas whose connection in this thread has raised a driver error (Django's
+    ``errors_occurred``, set by any error other than a refused value or constraint)."""
+    return [alias for alias in replica_aliases() if connections[alias].errors_occurred]
+
+
 def forget_replica_health() -> None:
     _health.clear()
 
@@ -219,6 +234,8 @@ class ReplicaReadMiddleware:
         token = _replica_allowed.set(False)
         try:
             response = self.get_response(request)
+            if _replica_allowed.get() and response.status_code >= 500:
+                response = self._again_on_the_primary(request, response)
         finally:
             _replica_allowed.reset(token)
         if request.method not in SAFE_METHODS and replica_aliases():
@@ -234,10 +251,26 @@ class ReplicaReadMiddleware:
             )
         return response
 
+    def _again_on_the_primary(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        """A read that failed because its replica did: mark the replica failed and answer
+        the request again from the primary (it is a GET or HEAD, which writes nothing)."""
+        failed = failed_replicas()
+        if not failed:
+            return response
+        for alias in failed:
+            mark_failed(alias, f"a read failed (HTTP {response.status_code})")
+            try:
+                connections[alias].close()
+            finally:
+                connections[alias].errors_occurred = False
+        _replica_allowed.set(False)
+        request.replica_failed = failed
+        return self.get_response(request)
+
     def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
         if not replica_aliases() or request.method not in SAFE_METHODS:
             return None
-        if _recently_wrote(request):
+        if _recently_wrote(request) or getattr(request, "replica_failed", None):
             return None
         match = request.resolver_match
         if match and match.url_name in REPLICA_VIEWS:

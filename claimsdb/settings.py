@@ -10,6 +10,8 @@ SECURE_SSL_REDIRECT, SECURE_COOKIES, SECURE_HSTS_SECONDS
 DATABASE_REPLICA_URLS
               comma-separated PostgreSQL streaming replicas for reads that may be a
               moment old (REPLICA_MAX_LAG_SECONDS, REPLICA_STICKY_SECONDS)
+DATABASE_RETRY_AFTER_SECONDS
+              the Retry-After of the 503 answered while the database is unreachable (5)
 BACKUP_KEY_FILE, BACKUP_KEY
               the keys that sign and verify backups (a file of them, or the keys)
 LOG_LEVEL, REQUEST_LOG_LEVEL
@@ -189,6 +191,9 @@ DATABASE_ROUTERS = ["claimsdb.replicas.ReplicaRouter"] if DATABASE_REPLICAS else
 REPLICA_MAX_LAG_SECONDS = float(os.environ.get("REPLICA_MAX_LAG_SECONDS", "5"))
 REPLICA_STICKY_SECONDS = int(os.environ.get("REPLICA_STICKY_SECONDS", "10"))
 REPLICA_CHECK_SECONDS = float(os.environ.get("REPLICA_CHECK_SECONDS", "1"))
+# While the database cannot be reached, requests get 503 with this Retry-After
+# (claimsdb/unavailable.py).
+DATABASE_RETRY_AFTER_SECONDS = int(os.environ.get("DATABASE_RETRY_AFTER_SECONDS", "5"))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -18,3 +18,5 @@ urlpatterns = [
 
 # A JSON 404 in the API's error shape under /api/, the site's page elsewhere.
 handler404 = "claimsdb.api.errors.not_found_handler"
+# 503 with Retry-After while the database cannot be reached; Django's 500 otherwise.
+handler500 = "claimsdb.unavailable.server_error"

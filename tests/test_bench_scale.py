@@ -22,6 +22,7 @@ MEASURES = (
     "GET /api/v1/cases/<key>/ vs psycopg + json.dumps",
     "GET /cases/ vs bare SQL page",
     "search ?q=",
+    "GET /cases/ signed out vs /api/v1/cases/ at 10 users",
     "verify_history vs stream + sha256",
     "publish_release rate at 24 vs 12 cases",
     "export_records rate at 24 vs 12 cases",
@@ -104,7 +105,7 @@ def test_quick_run_prints_every_row_and_drops_its_databases(traced):
         (row,) = rows
         # value, baseline, a ratio and a verdict, all measured
         assert re.search(r"\s\d+\.\d\d\s+(≤ [\d.]+|≥ [\d.]+|–)\s+(met|NOT MET|–)$", row), row
-    assert re.fullmatch(rf"\d+ of {18 if traced else 13} targets met", lines[-1])
+    assert re.fullmatch(rf"\d+ of {19 if traced else 14} targets met", lines[-1])
     # each measurement is logged as it is made, for a run that is cut short
     assert re.search(r"load_records: 24 cases .*\n.*  seconds [\d.]+, maxrss", result.stderr)
     (prefix,) = re.findall(r"migrating the template database (\S+)_template", result.stderr)

@@ -18,6 +18,7 @@ from claimsdb.models import Attribution, Revision
 from claimsdb.records import RuleViolations, bundle_document, record_document
 from claimsdb.services import (
     bundle_load,
+    bundle_load_file,
     case_create,
     case_update,
     revision_revert,
@@ -535,3 +536,51 @@ def test_scope_selector_lists_what_bounds_a_case(seeded):
         }
     ]
     assert case_scope("CP22-002")["protecting_own"][0]["case"] == "CP22-003"
+
+
+# --- a bundle is one change ------------------------------------------------------------------
+
+
+def merged_with_rule_withdrawn(seeded) -> dict:
+    """The seed bundle as one consistent change: the rule withdrawn, CP22-002 and CP22-003
+    one event, and CP22-003 attributing CP22-002's figure."""
+    bundle = copy.deepcopy(seeded)
+    cases = {c["key"]: c for c in bundle["cases"]}
+    attribute(relate(cases["CP22-003"], "CP22-002", "same_event"), "context")
+    relate(cases["CP22-002"], "CP22-003", "same_event")
+    (rule,) = [r for r in bundle["rules"] if r["key"] == RULE]
+    rule["status"] = "withdrawn"
+    return bundle
+
+
+@pytest.mark.parametrize("batch_size", [1, 500])
+def test_a_consistent_bundle_is_checked_against_its_own_end_state(
+    seeded, reviewer, tmp_path, batch_size
+):
+    path = tmp_path / "merged.json"
+    path.write_text(json.dumps(merged_with_rule_withdrawn(seeded)), encoding="utf-8")
+    bundle_load_file(user=reviewer, path=path, summary="Merge events", batch_size=batch_size)
+    assert Attribution.objects.filter(figure_id=FIGURE, case__key="CP22-003").exists()
+    assert record_document("rule", RULE)["status"] == "withdrawn"
+    call_command("check_rules")
+
+
+def test_load_records_loads_a_consistent_bundle_the_api_accepts_in_two_steps(
+    seeded, reviewer, tmp_path, capsys
+):
+    path = tmp_path / "merged.json"
+    path.write_text(json.dumps(merged_with_rule_withdrawn(seeded)), encoding="utf-8")
+    call_command("load_records", str(path), user="reviewer", summary="Merge events")
+    assert record_document("case", "CP22-003")["attributions"][0]["figure"] == FIGURE
+
+
+def test_a_bundle_that_breaks_a_rule_it_keeps_active_is_still_refused(seeded, reviewer, tmp_path):
+    bundle = merged_with_rule_withdrawn(seeded)
+    next(r for r in bundle["rules"] if r["key"] == RULE)["status"] = "active"
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(bundle), encoding="utf-8")
+    before, revisions = bundle_document(), Revision.objects.count()
+    with pytest.raises(RuleViolations) as refused:
+        bundle_load_file(user=reviewer, path=path, summary="x", batch_size=1)
+    assert "scope.non_attribution" in refused.value.codes
+    assert bundle_document() == before and Revision.objects.count() == revisions

@@ -180,3 +180,39 @@ def test_paged_list_queries_are_the_same_on_every_page_and_size(
     assert few["/cases/"] == few["/cases/?page=2"]
     assert few["/cases/CP22-003/history/"] == few["/cases/CP22-003/history/?page=2"]
     print(few)
+
+
+def test_the_public_case_list_reads_the_snapshots_of_its_page_alone(
+    seeded, reviewer, client, monkeypatch
+):
+    """A signed-out page of the case list parses the released snapshots of the cases it
+    shows, not of every released case (for its tags, or to filter them)."""
+    import json
+
+    from claimsdb.web import pagination
+
+    for n in range(4):
+        make_case(reviewer, f"MANY-{n}", claims=1, links=1)
+    document = record_document("case", "MANY-3")
+    document["tags"] = [*document["tags"], "only-on-the-last-page"]
+    record_update(kind="case", key="MANY-3", document=document, user=reviewer, summary="Tag")
+    release_publish(user=reviewer, notes="1")
+    monkeypatch.setattr(pagination, "PAGE_SIZE", 2)
+    parsed: list[str] = []
+
+    class CountingJson:
+        @staticmethod
+        def loads(text, *args, **kwargs):
+            value = json.loads(text, *args, **kwargs)
+            if isinstance(value, dict) and value.get("format") == "claimsdb.case/1":
+                parsed.append(value["key"])
+            return value
+
+    monkeypatch.setattr(public, "json", CountingJson)
+    page = client.get("/cases/").content.decode()
+    assert sorted(parsed) == ["CP22-002", "CP22-003"]  # the first page's two, of six
+    assert "only-on-the-last-page" in page  # every released tag is offered
+    parsed.clear()
+    page = client.get("/cases/?tag=only-on-the-last-page").content.decode()
+    assert parsed == ["MANY-3"]
+    assert "/cases/MANY-3/" in page and "/cases/MANY-2/" not in page

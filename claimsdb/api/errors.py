@@ -36,6 +36,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
+from claimsdb import unavailable
 from claimsdb.codes import DrfCode, RecordCode, RequestCode, RevisionCode, ServerCode
 from claimsdb.records import (
     PermissionDenied,
@@ -47,6 +48,7 @@ from claimsdb.records import (
 )
 
 logger = logging.getLogger("claimsdb.api")
+database_unavailable = unavailable.database_unavailable
 
 TITLES = {
     400: "The request was refused",
@@ -126,6 +128,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         response.data = error_body(
             response.status_code, TITLES.get(response.status_code, ""), violations
         )
+        return response
+    if database_unavailable(exc):
+        logger.warning("database unreachable, answered 503: %s: %s", type(exc).__name__, exc)
+        response = _refusal(
+            503, unavailable.TITLE, [RuleViolation(ServerCode.UNAVAILABLE, unavailable.MESSAGE)]
+        )
+        response["Retry-After"] = unavailable.retry_after()
+        response["Cache-Control"] = "no-store"
         return response
     logger.exception("unhandled error in an API view", exc_info=exc)
     violation = RuleViolation(ServerCode.ERROR, "an internal error occurred; it has been logged")

@@ -74,12 +74,13 @@ def bundle_load_file(
     The file is read twice, never held: an outline pass (its shape, duplicate keys, which
     cases are linked), then each list in turn (methods, sources, cases, rules), written
     ``batch_size`` records per ``write_records`` call, all in one transaction under the
-    ledger lock. Linked cases go in the same batch. If any record is refused, the remaining
-    batches are still checked, so that every problem is reported with its bundle path;
-    then nothing is written (RuleViolations). ``on_outcomes`` receives each batch's
-    outcomes as it is written (inside the transaction). Returns the number of records.
-    A file holding one record document is loaded as a bundle of one. See
-    docs/bulk-loading.md.
+    ledger lock. Linked cases go in the same batch. The bundle is checked as one change: a
+    record its batch refuses is held and written with the other held records after the
+    last batch, against the bundle's end state (``_BulkLoader``). Every problem is reported
+    with its bundle path; then nothing is written (RuleViolations). ``on_outcomes``
+    receives each batch's outcomes as it is written (inside the transaction). Returns the
+    number of records. A file holding one record document is loaded as a bundle of one.
+    See docs/bulk-loading.md.
     """
     with open(path, "rb") as stream:
         shape = outline(stream)
@@ -110,6 +111,7 @@ def bundle_load_file(
                     # so that memory follows the batch rather than the garbage collector
                     del batch
                     gc.collect()
+            loader.finish()
             if loader.problems:
                 raise RuleViolations(loader.problems)
         return loader.written
@@ -137,7 +139,16 @@ def _refresh_statistics() -> None:
 
 
 class _BulkLoader:
-    """Writes batches, each in a savepoint; collects the problems of refused ones."""
+    """Writes batches, each in a savepoint; holds refused records back to the end.
+
+    A bundle is one change, checked against the state after all of it: a record refused
+    in its batch may be refused only because a later record of the bundle has not been
+    written yet (a case attributing a figure that a rule, withdrawn further on, still
+    forbids). So a refused record, with the cases linked to it, is held, and the batch
+    written again without them; once every batch has been read, the held records are
+    written together as one more change (``finish``), against the bundle's end state. Only
+    what that last change refuses is a problem of the bundle.
+    """
 
     def __init__(
         self,
@@ -153,11 +164,27 @@ class _BulkLoader:
         self.role = role
         self.on_outcomes = on_outcomes
         self.problems: list[RuleViolation] = []
+        self.held: list[_BatchWrite] = []
         self.written = 0
 
     def write(self, writes: list[_BatchWrite]) -> None:
-        """Write a batch; if refused, report why and write again without the refused
-        records and the cases linked to them, so later batches can refer to the rest."""
+        """Write a batch; hold what it refuses, and write the rest, so that later batches
+        can refer to it."""
+        self.held.extend(self._write(writes, on_refused=lambda violations: None))
+
+    def finish(self) -> None:
+        """Write the held records as the bundle's last change; record what it refuses
+        (and, the refused taken out, what the rest then refuses: every problem is told)."""
+        held, self.held = self.held, []
+        self._write(held, on_refused=self.problems.extend)
+
+    def _write(
+        self, writes: list[_BatchWrite], on_refused: Callable[[list[RuleViolation]], None]
+    ) -> list[_BatchWrite]:
+        """Write ``writes``, taking out refused records and their linked cases until the
+        rest holds; returns what was taken out. A refusal no record can be blamed for is a
+        problem of the bundle whatever ``on_refused`` does."""
+        taken: list[_BatchWrite] = []
         while writes:
             try:
                 outcomes = write_records(
@@ -168,19 +195,21 @@ class _BulkLoader:
                     role=self.role,
                 )
             except RuleViolations as refused:
-                self.problems.extend(refused.violations)
                 refused_paths = {_record_path(v.path) for v in refused.violations}
                 groups = {w.group for w in writes if w.path in refused_paths}
-                kept = [w for w in writes if w.group not in groups]
-                if len(kept) == len(writes):
-                    return  # a problem no record of the batch can be blamed for
-                writes = kept
+                if not groups:
+                    self.problems.extend(refused.violations)
+                    return taken
+                on_refused(refused.violations)
+                taken.extend(w for w in writes if w.group in groups)
+                writes = [w for w in writes if w.group not in groups]
                 continue
             if not self.problems:
                 self.written += len(outcomes)
                 if self.on_outcomes is not None:
                     self.on_outcomes(outcomes)
-            return
+            return taken
+        return taken
 
 
 _RECORD_PATH = re.compile(r"^[a-z]+\[\d+\]")

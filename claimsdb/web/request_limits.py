@@ -41,11 +41,14 @@ class RequestSizeLimitMiddleware:
 
 
 def too_large(request: HttpRequest, length: int) -> HttpResponse:
-    message = (
+    return refused(request, 413, RequestCode.TOO_LARGE, too_large_message(length), "")
+
+
+def too_large_message(length: int) -> str:
+    return (
         f"the request body is {length} bytes; at most {UPLOAD_MAX_BYTES} are accepted "
         "(docs/limits.md)"
     )
-    return refused(request, 413, RequestCode.TOO_LARGE, message, "")
 
 
 TITLES = {400: "The request was refused", 413: "Request too large"}
@@ -53,7 +56,12 @@ TITLES = {400: "The request was refused", 413: "Request too large"}
 
 def refused(request: HttpRequest, status: int, code: str, message: str, path: str):
     """The API's error shape under /api/, a line of text elsewhere."""
-    if request.path_info.startswith(API_PREFIX):
+    return refused_response(request.path_info, status, code, message, path)
+
+
+def refused_response(path_info: str, status: int, code: str, message: str, path: str):
+    """``refused`` for a request known by its path alone (claimsdb/asgi.py)."""
+    if path_info.startswith(API_PREFIX):
         body = {
             "status": status,
             "title": TITLES[status],
