@@ -4,7 +4,7 @@ from django.urls import path
 
 from claimsdb.records.kinds import CASE, METHOD, RULE, SOURCE, RecordKind
 
-from .views import case_edit, lists, reading, records
+from .views import case_edit, claims_batch, lists, reading, records
 
 
 def history_routes(record_kind: RecordKind) -> list:
@@ -62,6 +62,7 @@ urlpatterns = [
     path("cases/<str:key>/edit/", case_edit.CaseFieldsEditView.as_view(), name="case-edit"),
     path("cases/<str:key>/claims/", case_edit.ClaimsArrangeView.as_view(), name="case-claims"),
     path("cases/<str:key>/claims/new/", case_edit.ClaimEditView.as_view(), name="claim-new"),
+    path("cases/<str:key>/claims/add/", claims_batch.ClaimsBatchView.as_view(), name="claims-add"),
     path(
         "cases/<str:key>/claims/<str:claim_id>/edit/",
         case_edit.ClaimEditView.as_view(),

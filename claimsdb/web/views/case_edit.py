@@ -35,6 +35,7 @@ from ..forms import (
 from ..presenters import cited_source_keys, number_text
 
 NEW_SOURCE = "new_source"  # the claim form's "Create a new source…" button (value: the row)
+SAVE_AND_ADD = "save_add"  # the claim form's "Save and add another" button
 CASE_FIELDS = ("title", "status", "summary", "scope_note", "basis", "limits", "account", "tags")
 
 
@@ -197,6 +198,8 @@ class ClaimEditView(RecordEditView):
         return claim
 
     def success_url(self, document):
+        if SAVE_AND_ADD in self.request.POST:
+            return reverse("claim-new", args=[document["key"]])
         return case_url(document["key"], "claims")
 
     def post(self, request, *args, **kwargs):
