@@ -42,6 +42,7 @@ from . import stash
 from .access import request_has_role
 from .diffs import document_changes
 from .forms import SaveForm
+from .pickers import PickerField
 
 ADD_ROW = "add_row"  # the "Add another row" button: its value names the list (formset prefix)
 ROWS_MAX = 200  # rows a list editor can grow to by "Add another row"
@@ -381,6 +382,12 @@ class RecordEditView(View):
             "refused": refused,
             "invalid": invalid,
             "cancel_url": self.cancel_url(),
+            # picker.js fills the pickers' suggestions as keys are typed
+            "uses_pickers": any(
+                isinstance(field, PickerField)
+                for form in _forms_of(section)
+                for field in form.fields.values()
+            ),
             **self.extra_context(),
         }
         return render(self.request, self.template_name, context, status=status)

@@ -4,6 +4,7 @@ from django.urls import path
 
 from claimsdb.records.kinds import CASE, METHOD, RULE, SOURCE, RecordKind
 
+from . import pickers
 from .views import case_edit, claims_batch, lists, reading, records
 
 
@@ -49,6 +50,7 @@ def history_routes(record_kind: RecordKind) -> list:
 
 urlpatterns = [
     path("", lists.index, name="index"),
+    path("suggest/<str:kind>/", pickers.suggest, name="suggest"),
     # cases
     path("cases/", lists.case_list, name="case-list"),
     path("cases/new/", case_edit.CaseCreateView.as_view(), name="case-new"),

@@ -10,10 +10,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from claimsdb.models import AssessmentMethod
-from claimsdb.selectors.cases import case_keys_and_titles, suggested_claim_id
+from claimsdb.selectors.cases import suggested_claim_id
 from claimsdb.selectors.methods import method_list, methods_by_key
-from claimsdb.selectors.scope import figures_of_other_cases, forbidding_rules
-from claimsdb.selectors.sources import source_list, sources_by_key
+from claimsdb.selectors.scope import figures_by_id, forbidding_rules
+from claimsdb.selectors.sources import sources_by_key
 from claimsdb.services import WriteOutcome, claim_add, claim_move, claim_update, claim_withdraw
 
 from .. import stash
@@ -32,6 +32,7 @@ from ..forms import (
     RelationFormSet,
     UnknownFormSet,
 )
+from ..pickers import Picker
 from ..presenters import cited_source_keys, number_text
 
 NEW_SOURCE = "new_source"  # the claim form's "Create a new source…" button (value: the row)
@@ -41,13 +42,6 @@ CASE_FIELDS = ("title", "status", "summary", "scope_note", "basis", "limits", "a
 
 def case_url(key: str, anchor: str = "") -> str:
     return reverse("case-detail", args=[key]) + (f"#{anchor}" if anchor else "")
-
-
-def source_choices() -> list[tuple[str, str]]:
-    return [
-        (s.key, f"{s.title} ({s.key})" + (" — withdrawn" if s.status == "withdrawn" else ""))
-        for s in source_list()
-    ]
 
 
 def claim_choices(document: dict[str, Any]) -> list[tuple[str, str]]:
@@ -168,7 +162,7 @@ class ClaimEditView(RecordEditView):
                 data,
                 initial=[dict(link) for link in links],
                 prefix="evidence",
-                form_kwargs={"source_choices": source_choices()},
+                form_kwargs={"source_picker": Picker.of("source")},
             ),
         }
 
@@ -493,20 +487,21 @@ class AttributionsEditView(ListEditView):
     )
 
     def form_kwargs(self, document):
-        # two queries however many rules and figures: the rules naming this case, and the
-        # figures of the other cases (the choices)
+        # the figures a rule bars from this case, said before the save is refused: two
+        # queries however many figures there are (the rules naming the case, their figures)
         forbidden = forbidding_rules(document["key"])
-        options, self.barred = [], []
-        for f in figures_of_other_cases(document["key"]):
-            described = f"{number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}"
-            text = f"{f.figure_id}: {described}"
-            rule = forbidden.get(f.figure_id)
-            if rule:
-                # said before the save is refused; options hold no links, the note above does
-                self.barred.append({"figure": f.figure_id, "text": described, "rule": rule})
-                text += f" — barred by {rule}"
-            options.append((f.figure_id, text))
-        return {"figure_choices": options}
+        figures = figures_by_id(list(forbidden))
+        self.barred = [
+            {
+                "figure": figure_id,
+                "text": f"{number_text(figures[figure_id]['value'])} {figures[figure_id]['unit']} "
+                f"({figures[figure_id]['scope']}) of {figures[figure_id]['case']}",
+                "rule": rule,
+            }
+            for figure_id, rule in forbidden.items()
+            if figure_id in figures
+        ]
+        return {"figure_picker": Picker.of("figure", case=document["key"])}
 
     def extra_context(self):
         return {**super().extra_context(), "barred": getattr(self, "barred", [])}
@@ -523,13 +518,7 @@ class RelationsEditView(ListEditView):
     )
 
     def form_kwargs(self, document):
-        return {
-            "case_choices": [
-                (key, f"{key} — {title}")
-                for key, title in case_keys_and_titles()
-                if key != document["key"]
-            ]
-        }
+        return {"case_picker": Picker.of("case", case=document["key"])}
 
 
 class ControlsEditView(ListEditView):

@@ -12,7 +12,8 @@ from claimsdb.services import WriteOutcome, claims_add
 
 from ..editing import RecordEditView, ViolationPlacer, list_rows, row_data
 from ..forms import ClaimForm, EvidenceLinkFormSet
-from .case_edit import case_url, source_choices
+from ..pickers import Picker
+from .case_edit import case_url
 
 COUNT = "batch-count"  # how many claim blocks the page shows (a hidden field)
 ADD_CLAIM = "add_claim"  # the "Add another claim" button
@@ -45,14 +46,14 @@ class ClaimsBatchView(RecordEditView):
     def build_forms(self, data, document):
         count = self.count(data)
         ids = suggested_claim_ids(document["key"], count)
-        sources = source_choices()
+        sources = Picker.of("source")
         section: dict[str, Any] = {}
         for i in range(count):
             evidence = EvidenceLinkFormSet(
                 data,
                 initial=[],
                 prefix=f"c{i}-evidence",
-                form_kwargs={"source_choices": sources},
+                form_kwargs={"source_picker": sources},
             )
             linked = data is not None and any(row.has_changed() for row in evidence.forms)
             section[f"claim-{i}"] = ClaimForm(

@@ -9,7 +9,6 @@ from django.urls import reverse
 
 from claimsdb import choices, public
 from claimsdb.access import VisibleDocument
-from claimsdb.selectors import cases as case_reads
 from claimsdb.selectors import methods as method_reads
 from claimsdb.selectors import revisions as revision_reads
 from claimsdb.selectors import scope as scope_reads
@@ -201,17 +200,6 @@ class SourceCreateView(SourceEditView):
 # --- scope rules ----------------------------------------------------------------------------
 
 
-def figure_choices() -> list[tuple[str, str]]:
-    return [
-        (f.figure_id, f"{f.figure_id}: {number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}")
-        for f in scope_reads.all_figures()
-    ]
-
-
-def case_choices() -> list[tuple[str, str]]:
-    return [(key, f"{key} — {title}") for key, title in case_reads.case_keys_and_titles()]
-
-
 def rule_list(request: HttpRequest) -> HttpResponse:
     released = reads_released(request)
     records = public.released_records("rule") if released else scope_reads.rule_list()
@@ -270,8 +258,6 @@ class RuleEditView(RecordEditView):
                 data,
                 initial=initial,
                 prefix="rule",
-                figure_choices=figure_choices(),
-                case_choices=case_choices(),
             )
         }
 
