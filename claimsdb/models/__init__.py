@@ -6,6 +6,7 @@ Only ``claimsdb.services`` writes these tables.
 from .assessments import Assessment, AssessmentMethod
 from .cases import Attribution, Case, CaseTag, Control, Figure, Relation, Unknown
 from .claims import Claim, ClaimIdReservation, EvidenceLink
+from .drafts import FormDraft
 from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
 from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
 from .revisions import LedgerHead, Revision
@@ -24,6 +25,7 @@ __all__ = [
     "Control",
     "EvidenceLink",
     "Figure",
+    "FormDraft",
     "ImportReport",
     "LedgerHead",
     "Relation",

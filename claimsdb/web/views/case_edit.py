@@ -125,6 +125,7 @@ class ClaimEditView(RecordEditView):
     links (a source, a relation and a locator per row)."""
 
     template_name = "cases/claim_form.html"
+    keeps_drafts = True
 
     @property
     def claim_id(self) -> str | None:
@@ -198,9 +199,13 @@ class ClaimEditView(RecordEditView):
 
     def post(self, request, *args, **kwargs):
         if NEW_SOURCE in request.POST:
-            # nothing is saved: the input waits in the session while the source is created
+            # nothing is saved: the input waits as a draft while the source is created
             token = stash.put(
-                request, path=request.path, data=request.POST, row=request.POST[NEW_SOURCE]
+                request,
+                path=request.path,
+                data=request.POST,
+                row=request.POST[NEW_SOURCE],
+                source="",
             )
             return HttpResponseRedirect(f"{reverse('source-new')}?{urlencode({'return': token})}")
         return super().post(request, *args, **kwargs)

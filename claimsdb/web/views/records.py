@@ -164,8 +164,8 @@ class SourceCreateView(SourceEditView):
         if self.return_token and self.parked is None:
             messages.warning(
                 request,
-                "The form you came from has expired or was already reopened: this source "
-                "will be saved on its own.",
+                "There is no draft of the form you came from any more (it was saved or "
+                "discarded): this source will be saved on its own.",
             )
         return super().get(request, *args, **kwargs)
 
