@@ -46,6 +46,7 @@ from .pickers import PickerField
 
 ADD_ROW = "add_row"  # the "Add another row" button: its value names the list (formset prefix)
 ROWS_MAX = 200  # rows a list editor can grow to by "Add another row"
+SAVE_AND_ADD = "save_add"  # "Save and add another": saved, then an empty form of the kind
 DISCARD_DRAFT = "discard_draft"  # the button that lets a draft go (``stash``)
 
 
@@ -192,6 +193,14 @@ class RecordEditView(View):
     def cancel_url(self) -> str:
         return self.success_url(self.document) if self.document else "/"
 
+    def another_url(self, document: dict[str, Any]) -> str:
+        """Where *Save and add another* leads (an empty form for the next record); "" for
+        a page without that button."""
+        return ""
+
+    def save_and_add_label(self) -> str:
+        return "Save and add another" if self.another_url(self.document or {}) else ""
+
     def extra_context(self) -> dict[str, Any]:
         return {}
 
@@ -272,7 +281,8 @@ class RecordEditView(View):
             messages.success(
                 request, f"Saved as revision {outcome.revision.number}: {outcome.revision.summary}"
             )
-        return HttpResponseRedirect(self.success_url(outcome.document))
+        another = self.another_url(outcome.document) if SAVE_AND_ADD in request.POST else ""
+        return HttpResponseRedirect(another or self.success_url(outcome.document))
 
     def render_input(self, data) -> HttpResponse:
         """The page again with ``data`` in its forms and nothing checked or written: for
@@ -417,6 +427,7 @@ class RecordEditView(View):
             "invalid": invalid,
             "cancel_url": self.cancel_url(),
             "draft_token": self.draft_token(section, save),
+            "save_and_add": self.save_and_add_label(),
             "drafts": self.drafts_offered(section, save),
             # picker.js fills the pickers' suggestions as keys are typed
             "uses_pickers": any(

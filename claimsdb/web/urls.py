@@ -90,6 +90,7 @@ urlpatterns = [
         case_edit.AssessmentEditView.as_view(),
         name="assessment-edit",
     ),
+    path("cases/<str:key>/lists/edit/", case_edit.CaseListsEditView.as_view(), name="lists-edit"),
     path("cases/<str:key>/figures/edit/", case_edit.FiguresEditView.as_view(), name="figures-edit"),
     path(
         "cases/<str:key>/attributions/edit/",

@@ -31,12 +31,12 @@ from ..forms import (
     NewCaseForm,
     RelationFormSet,
     UnknownFormSet,
+    list_formset,
 )
 from ..pickers import Picker
 from ..presenters import cited_source_keys, number_text
 
 NEW_SOURCE = "new_source"  # the claim form's "Create a new source…" button (value: the row)
-SAVE_AND_ADD = "save_add"  # the claim form's "Save and add another" button
 CASE_FIELDS = ("title", "status", "summary", "scope_note", "basis", "limits", "account", "tags")
 
 
@@ -193,9 +193,10 @@ class ClaimEditView(RecordEditView):
         return claim
 
     def success_url(self, document):
-        if SAVE_AND_ADD in self.request.POST:
-            return reverse("claim-new", args=[document["key"]])
         return case_url(document["key"], "claims")
+
+    def another_url(self, document):
+        return reverse("claim-new", args=[self.record_key()])
 
     def post(self, request, *args, **kwargs):
         if NEW_SOURCE in request.POST:
@@ -538,3 +539,76 @@ class UnknownsEditView(ListEditView):
     formset_class = UnknownFormSet
     page_title = "Edit unknowns and contradictions"
     anchor = "unknowns"
+
+
+BLANK_ROWS_MAX = 20  # blank rows a list can be opened with (``?blank=n``)
+
+
+class CaseListsEditView(RecordEditView):
+    """/cases/<key>/lists/edit/: the case's figures, relations, controls and unknowns on one
+    page, saved as one revision; each list works as on its own page (``ListEditView``).
+    ``?blank=n`` opens every list with ``n`` blank rows."""
+
+    template_name = "cases/lists_form.html"
+    page_title = "Edit figures, relations, controls and unknowns"
+    default_summary = "Edit figures, relations, controls and unknowns"
+    part_views = (FiguresEditView, RelationsEditView, ControlsEditView, UnknownsEditView)
+
+    def parts(self) -> list[ListEditView]:
+        if not hasattr(self, "_parts"):
+            self._parts = []
+            for view_class in self.part_views:
+                part = view_class()
+                part.setup(self.request, *self.args, **self.kwargs)
+                self._parts.append(part)
+        return self._parts
+
+    def blank_rows(self, part: ListEditView) -> int | None:
+        asked = self.request.GET.get("blank", "")
+        return min(int(asked), BLANK_ROWS_MAX) if asked.isdigit() else None
+
+    def build_forms(self, data, document):
+        section = {}
+        for part in self.parts():
+            formset_class = part.formset_class
+            blank = self.blank_rows(part)
+            if blank is not None:
+                formset_class = list_formset(formset_class.form, extra=blank)
+            section[part.list_name] = formset_class(
+                data,
+                initial=part.initial_rows(document),
+                prefix=part.list_name,
+                form_kwargs=part.form_kwargs(document),
+            )
+        return section
+
+    def build_document(self, document, section, placer):
+        for part in self.parts():
+            items = []
+            placer.section(part.list_name, part.list_name)
+            for position, row in enumerate(list_rows(section[part.list_name])):
+                items.append(part.to_item(row_data(row)))
+                placer.add(f"{part.list_name}[{position}]", row)
+            document[part.list_name] = items
+        return document
+
+    def render_page(self, section, save, **kwargs):
+        errors = kwargs.get("section_errors") or {}
+        self.shown = [
+            {
+                "name": part.list_name,
+                "title": part.page_title.removeprefix("Edit ").capitalize(),
+                "intro": part.intro,
+                "item_label": part.list_name.removesuffix("s").capitalize(),
+                "rows": section[part.list_name],
+                "errors": errors.get(part.list_name, []),
+            }
+            for part in self.parts()
+        ]
+        return super().render_page(section, save, **kwargs)
+
+    def extra_context(self):
+        return {"parts": self.shown}
+
+    def success_url(self, document):
+        return case_url(document["key"], "scope")

@@ -196,6 +196,10 @@ class SourceCreateView(SourceEditView):
             return stash.resume_url(self.parked, self.return_token)
         return reverse("source-list")
 
+    def another_url(self, document):
+        # a source made for a form goes back to that form; otherwise, the next source
+        return "" if self.return_token else reverse("source-new")
+
 
 # --- scope rules ----------------------------------------------------------------------------
 
@@ -285,6 +289,9 @@ class RuleCreateView(RuleEditView):
 
     def cancel_url(self):
         return reverse("rule-list")
+
+    def another_url(self, document):
+        return reverse("rule-new")
 
 
 # --- assessment methods ---------------------------------------------------------------------
