@@ -52,6 +52,7 @@ SEARCH_COLUMNS = (
     "source_kind",
     "title",
     "text",
+    "more",
     "revision",
 )
 
