@@ -234,3 +234,40 @@ def test_an_incident_entered_in_half_the_pages(seeded_site, new_page):
     assert page.csp_errors == []
     assert tally.loads <= LOADS_BEFORE // 2, tally.loads
     assert tally.submits <= SUBMITS_BEFORE // 2, tally.submits
+
+
+def test_claims_are_entered_with_the_keyboard_alone_and_no_javascript(seeded_site, new_page):
+    page = new_page(javascript=False)
+    page.set_default_timeout(20_000)
+    sign_in(page, seeded_site, "analyst")
+    page.goto(f"{seeded_site}/cases/CP22-003/claims/add/")
+    page.focus("#id_c0-statement")  # where a reader of the page starts typing
+    page.keyboard.type("Entered with the keyboard alone.")
+    order = []
+    for _ in range(8):
+        page.keyboard.press("Tab")
+        order.append(page.locator(":focus").get_attribute("id"))
+        if order[-1] == "id_c0-evidence-0-source":
+            page.keyboard.type("SRC-SGLANG-PR-35360")
+        elif order[-1] == "id_c0-evidence-0-relation":
+            page.keyboard.type("s")  # the first relation starting with s: supports
+        elif order[-1] == "id_c0-evidence-0-locator":
+            page.keyboard.type("PR description")
+            break
+    assert order == [
+        "id_c0-status",
+        "id_c0-status_note",
+        "id_c0-basis",
+        "id_c0-origin",
+        "id_c0-evidence-0-source",
+        "id_c0-evidence-0-relation",
+        "id_c0-evidence-0-locator",
+    ]
+    with page.expect_navigation():
+        page.keyboard.press("Enter")  # saves, with the page's summary
+    page.wait_for_url(re.compile(r"/cases/CP22-003/#claims$"))
+    claim = record_document("case", "CP22-003")["claims"][-1]
+    assert claim["statement"] == "Entered with the keyboard alone."
+    assert [(e["source"], e["relation"]) for e in claim["evidence"]] == [
+        ("SRC-SGLANG-PR-35360", "supports")
+    ]
