@@ -1,6 +1,7 @@
 """The claimsdb domain (docs/architecture.md, "The records").
 
-Only ``claimsdb.services`` writes these tables.
+Only ``claimsdb.services`` writes these tables, but for ``FormDraft`` (an editing form's
+input kept for its user, not a record), written by ``claimsdb/web/stash.py``.
 """
 
 from .assessments import Assessment, AssessmentMethod
