@@ -151,3 +151,21 @@ def test_a_typed_key_reaches_the_rules_as_a_chosen_one_did(client):
     response = client.post(url, data)
     assert response.status_code == 422  # the picker knows it; the scope rule refuses it
     assert RULE in field_block(response.content.decode(), "attributions-0-figure")
+
+
+def test_an_unknown_key_carries_the_code_of_the_rule_that_would_refuse_it(seeded):
+    from claimsdb.web.forms import EvidenceLinkForm, RelationForm
+    from claimsdb.web.pickers import Picker
+
+    form = EvidenceLinkForm(
+        {"x-source": "SRC-NOPE", "x-relation": "supports"},
+        prefix="x",
+        source_picker=Picker.of("source"),
+    )
+    assert form.errors.as_data()["source"][0].code == "evidence.source_unknown"
+    form = RelationForm(
+        {"x-case": "CP99-404", "x-kind": "related_distinct"},
+        prefix="x",
+        case_picker=Picker.of("case"),
+    )
+    assert form.errors.as_data()["case"][0].code == "relation.case_unknown"

@@ -10,6 +10,7 @@ from django import forms
 from django.forms import formset_factory
 
 from claimsdb import choices
+from claimsdb.codes import AttributionCode, EvidenceCode, RelationCode, RuleCode
 
 from .pickers import Picker, PickerField
 
@@ -183,7 +184,7 @@ class ListRowForm(forms.Form):
 
 
 class EvidenceLinkForm(ListRowForm):
-    source = PickerField(kind="source", help_text=PICKER_HELP)
+    source = PickerField(kind="source", code=EvidenceCode.SOURCE_UNKNOWN, help_text=PICKER_HELP)
     relation = forms.ChoiceField(choices=choices.EvidenceRelation.choices)
     locator = forms.CharField(
         required=False, help_text="Which part of the source, e.g. “Technical analysis”."
@@ -216,7 +217,7 @@ class FigureForm(ListRowForm):
 
 
 class AttributionForm(ListRowForm):
-    figure = PickerField(kind="figure", help_text=PICKER_HELP)
+    figure = PickerField(kind="figure", code=AttributionCode.FIGURE_UNKNOWN, help_text=PICKER_HELP)
     role = forms.ChoiceField(choices=choices.AttributionRole.choices)
     note = forms.CharField(required=False)
 
@@ -226,7 +227,9 @@ class AttributionForm(ListRowForm):
 
 
 class RelationForm(ListRowForm):
-    case = PickerField(kind="case", label="Other case", help_text=PICKER_HELP)
+    case = PickerField(
+        kind="case", code=RelationCode.CASE_UNKNOWN, label="Other case", help_text=PICKER_HELP
+    )
     kind = forms.ChoiceField(choices=choices.RelationKind.choices, label="Relation")
     note = forms.CharField(required=False)
 
@@ -421,8 +424,12 @@ class NewSourceForm(SourceForm):
 class RuleForm(forms.Form):
     kind = forms.ChoiceField(choices=choices.RuleKind.choices)
     status = forms.ChoiceField(choices=choices.RecordStatus.choices, initial="active")
-    figure = PickerField(kind="figure", help_text="The figure that must not be attributed…")
-    case = PickerField(kind="case", help_text="…to this case.")
+    figure = PickerField(
+        kind="figure",
+        code=RuleCode.FIGURE_UNKNOWN,
+        help_text="The figure that must not be attributed…",
+    )
+    case = PickerField(kind="case", code=RuleCode.CASE_UNKNOWN, help_text="…to this case.")
     reason = TextField(required=True, help_text="Shown with every refusal this rule causes.")
 
     def __init__(self, *args, **kwargs):

@@ -190,10 +190,13 @@ class PickerField(forms.CharField):
 
     widget = PickerInput
 
-    def __init__(self, *, kind: str, **kwargs):
+    def __init__(self, *, kind: str, code: str, **kwargs):
+        """``code``: the registered code of the rule that refuses the unknown key when a
+        document names it (``evidence.source_unknown``…), given to the form error."""
         kwargs.setdefault("max_length", 200)
         super().__init__(**kwargs)
         self.kind = kind_of(kind)
+        self.code = code
 
     def use(self, picker: Picker) -> None:
         """Show ``picker``'s suggestions (shared by the inputs of one page)."""
@@ -208,7 +211,7 @@ class PickerField(forms.CharField):
                 message += " Nearest: " + ", ".join(close) + "."
             else:
                 message += " Type its key, or part of its key or title to see suggestions."
-            raise forms.ValidationError(message, code="unknown")
+            raise forms.ValidationError(message, code=self.code)
         return value
 
 
