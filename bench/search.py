@@ -37,24 +37,29 @@ RUNS = 30
 WORD = "'w' || lpad((1 + floor(power(random(), 4) * %(vocabulary)s))::int::text, 4, '0')"
 FILL = f"""
 INSERT INTO claimsdb_searchentry
-    (scope, kind, key, case_key, status, source_kind, title, text, revision)
+    (scope, kind, key, case_key, status, source_kind, title, text, more, revision)
 SELECT 'working', e.kind, e.key, e.case_key, e.status, e.source_kind,
        -- "+ 0 * e.n": a correlated subquery, drawn again for every row
        coalesce((SELECT string_agg({WORD}, ' ')
                    FROM generate_series(1, e.title_words + 0 * e.n)), ''),
        coalesce((SELECT string_agg({WORD}, ' ')
                    FROM generate_series(1, e.text_words + 0 * e.n)), ''),
+       -- the further text (tags, account, basis; a publisher and the key's parts)
+       coalesce((SELECT string_agg({WORD}, ' ')
+                   FROM generate_series(1, e.more_words + 0 * e.n)), '')
+         || ' ' || e.key || ' ' || replace(e.key, '-', ' '),
        NULL
 FROM (
     SELECT n, 'case' AS kind, 'BENCH-' || n AS key, 'BENCH-' || n AS case_key,
-           'ready' AS status, '' AS source_kind, 8 AS title_words, 40 AS text_words
+           'ready' AS status, '' AS source_kind, 8 AS title_words, 40 AS text_words,
+           60 AS more_words
       FROM generate_series(1, %(cases)s) n
     UNION ALL
     SELECT n * 100 + c, 'claim', 'CLM-BENCH-' || n || '-' || c, 'BENCH-' || n,
-           'supported', '', 0, 20
+           'supported', '', 0, 20, 0
       FROM generate_series(1, %(cases)s) n, generate_series(1, %(claims)s) c
     UNION ALL
-    SELECT n, 'source', 'SRC-BENCH-' || n, '', 'active', 'other', 10, 0
+    SELECT n, 'source', 'SRC-BENCH-' || n, '', 'active', 'other', 10, 0, 2
       FROM generate_series(1, %(sources)s) n
 ) e
 """

@@ -31,7 +31,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from claimsdb.models import SearchEntry, SearchKind, SearchScope
-from claimsdb.models.search import SEARCH_CONFIG
+from claimsdb.models.search import MORE_FIELDS, MORE_SEPARATOR, SEARCH_CONFIG
 
 PER_PAGE = 20
 KINDS = SearchKind.values  # the order of the counts
@@ -54,6 +54,7 @@ class SearchHit:
     title: SafeString
     text: SafeString
     revision: int | None
+    matched: str = ""  # the field the query was found in: "title", "tags", "publisher"…
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,26 @@ def _exact_key(query: str) -> Q:
     return Q(key=query.upper())
 
 
+KEYLIKE = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+-?")
+
+
+def _key_parts(query: str) -> list[str]:
+    """The parts of a query typed as a key or the start of one (``SRC-OPENAI``), else []."""
+    if not KEYLIKE.fullmatch(query):
+        return []
+    return [part for part in query.split("-") if part]
+
+
 def _text_query(query: str) -> SearchQuery:
-    return SearchQuery(query, search_type="websearch", config=SEARCH_CONFIG)
+    """The query as web-search syntax; a query typed as a key or its first parts also
+    matches keys starting with it: its parts as a phrase, the last one a prefix (the index
+    holds every key's parts as words, in order)."""
+    text_query = SearchQuery(query, search_type="websearch", config=SEARCH_CONFIG)
+    parts = _key_parts(query)
+    if parts:
+        phrase = " <-> ".join(f"'{part.lower()}'" for part in parts) + ":*"
+        text_query |= SearchQuery(phrase, search_type="raw", config=SEARCH_CONFIG)
+    return text_query
 
 
 def _words(query: str) -> list[str]:
@@ -152,7 +171,7 @@ def _matching(entries: QuerySet[SearchEntry], query: str) -> QuerySet[SearchEntr
         return entries.filter(Q(vector=_text_query(query)) | _exact_key(query))
     every_word = Q()
     for word in _words(query):
-        every_word &= Q(title__icontains=word) | Q(text__icontains=word)
+        every_word &= Q(title__icontains=word) | Q(text__icontains=word) | Q(more__icontains=word)
     return entries.filter(every_word | _exact_key(query))
 
 
@@ -162,7 +181,7 @@ def _ordered(found: QuerySet[SearchEntry], query: str) -> QuerySet[SearchEntry, 
     )
     found = found.annotate(exact=exact)
     if not _postgresql():
-        return found.order_by("-exact", "kind", "key").values(*FIELDS, "title", "text")
+        return found.order_by("-exact", "kind", "key").values(*FIELDS, "title", "text", "more")
     text_query = _text_query(query)
 
     def headline(
@@ -203,18 +222,21 @@ def _ordered(found: QuerySet[SearchEntry], query: str) -> QuerySet[SearchEntry, 
             ),
         )
         .order_by("-exact", "-rank", "kind", "key")
-        .values(*FIELDS, "title", "text", "title_marked", "text_marked")
+        .values(*FIELDS, "title", "text", "more", "title_marked", "text_marked")
     )
 
 
 def _hit(row: dict[str, Any], query: str) -> SearchHit:
+    words = _query_words(query)
     if "title_marked" in row:
         title = marked_html(row["title_marked"])
         text = _with_ellipses(marked_html(row["text_marked"]), row["text"], row["text_marked"])
     else:
-        words = _words(query)
-        title = highlight(row["title"], words)
-        text = highlight(row["text"], words, excerpt_words=EXCERPT_WORDS)
+        title = highlight(row["title"], _words(query))
+        text = highlight(row["text"], _words(query), excerpt_words=EXCERPT_WORDS)
+    matched, segment = matched_field(row, query, words)
+    if segment:  # found in the account, the basis…: an excerpt of that text is shown
+        text = highlight(segment, words, excerpt_words=EXCERPT_WORDS)
     return SearchHit(
         kind=row["kind"],
         key=row["key"],
@@ -224,7 +246,59 @@ def _hit(row: dict[str, Any], query: str) -> SearchHit:
         title=title,
         text=text,
         revision=row["revision"],
+        matched=matched,
     )
+
+
+# --- which field a hit was found in ------------------------------------------------------
+
+TEXT_NAMES = {"case": "summary", "claim": "statement", "source": "text"}
+SHOWN_AS_TEXT = {"full account", "basis"}  # segments shown as the hit's excerpt
+
+
+def _query_words(query: str, *, parts: bool = True) -> list[str]:
+    """The words of a query as typed, without web-search syntax (quotes, ``-excluded``,
+    ``or``); with ``parts``, a key's parts as words too."""
+    words = []
+    for word in re.findall(r'-?"[^"]*"|\S+', query):
+        if word.startswith("-") and not KEYLIKE.fullmatch(word.lstrip("-")):
+            continue
+        word = word.strip('"')
+        if word.lower() == "or" or not word:
+            continue
+        words.extend(word.split())
+        if parts:
+            words.extend(_key_parts(word))
+    return words
+
+
+def _holds(text: str, words: list[str]) -> bool:
+    """Whether ``text`` holds one of ``words``, its stem at least (PostgreSQL stems:
+    ``transfers`` finds ``transfer``)."""
+    folded = text.casefold()
+    return any(w.casefold()[: max(4, len(w) - 2)] in folded for w in words if w)
+
+
+def matched_field(row: dict[str, Any], query: str, words: list[str]) -> tuple[str, str]:
+    """The name of the field a hit was found in, and that field's text when it is one the
+    hit does not otherwise show (an account, a basis): the key, the title, the text, then
+    each further field in ``MORE_FIELDS`` order — first for the words as typed, then for
+    the parts of those typed as keys."""
+    names = MORE_FIELDS.get(row["kind"], ())
+    segments = list(zip(names, (row.get("more") or "").split(MORE_SEPARATOR), strict=False))
+    for candidates in (_query_words(query, parts=False), words):
+        if any(w.upper() in row["key"] for w in candidates if KEYLIKE.fullmatch(w)):
+            return "key", ""
+        if _holds(row.get("title") or "", candidates):
+            return "title", ""
+        if _holds(row.get("text") or "", candidates):
+            return TEXT_NAMES.get(row["kind"], "text"), ""
+        for name, segment in segments:
+            if _holds(segment, candidates):
+                return name, segment if name in SHOWN_AS_TEXT else ""
+    if row["key"] == query.strip().upper():
+        return "key", ""
+    return "", ""
 
 
 # --- highlighting: escape every piece of text, then add the markup --------------------------

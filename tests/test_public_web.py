@@ -145,6 +145,7 @@ def parameter_table(numbers: dict) -> dict:
         "b": revisions,
         "claim_id": [RELEASED_CLAIM, DRAFT_CLAIM],
         "pk": [1],
+        "kind": ["source", "figure", "case"],
     }
 
 

@@ -14,6 +14,7 @@ from claimsdb.services import (
     claim_patch,
     claim_update,
     claim_withdraw,
+    claims_add,
 )
 
 from .concurrent_writes import latest, limits_set_by, meddle
@@ -224,4 +225,35 @@ def test_a_claim_that_is_not_an_object_or_changes_its_id_is_refused(case_claims,
     with pytest.raises(ClaimRefused) as refused:
         claim_patch(user=analyst, claim_id=A, patch={"id": "CLM-OTHER"}, summary="x")
     assert [(v.code, v.path) for v in refused.value.violations] == [("record.key_mismatch", "id")]
+    assert claim_ids() == [A, B, C]
+
+
+# --- several at once --------------------------------------------------------------------
+
+
+def test_several_claims_are_added_as_one_revision(case_claims, analyst):
+    before = Revision.objects.count()
+    new = [
+        {**claim_of(A), "id": "CLM-CP22-003-D", "statement": "First of the batch."},
+        {**claim_of(A), "id": "CLM-CP22-003-E", "statement": "Second of the batch."},
+    ]
+    outcome = claims_add(user=analyst, case_key=CASE, claims=new, summary="Two claims")
+    assert Revision.objects.count() == before + 1
+    assert outcome.revision.summary == "Two claims"
+    assert claim_ids() == [A, B, C, "CLM-CP22-003-D", "CLM-CP22-003-E"]
+
+
+def test_a_refused_batch_writes_none_of_its_claims_and_says_where_they_stand(case_claims, analyst):
+    before = Revision.objects.count()
+    new = [
+        {**claim_of(A), "id": "CLM-CP22-003-D"},
+        {**claim_of(A), "id": "CLM-CP22-003-E", "evidence": []},
+    ]
+    with pytest.raises(ClaimRefused) as refused:
+        claims_add(user=analyst, case_key=CASE, claims=new, summary="x")
+    assert refused.value.index == 3
+    assert [(v.code, v.path) for v in refused.value.violations] == [
+        ("claim.evidence_required", "claims[4].evidence")
+    ]
+    assert Revision.objects.count() == before
     assert claim_ids() == [A, B, C]

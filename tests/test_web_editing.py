@@ -258,7 +258,7 @@ def test_edit_a_claim_and_its_links(analyst_client):
     assert [link["source"] for link in claim["evidence"]] == [SOURCE]
 
 
-def test_tampered_evidence_source_is_an_error_on_its_row(analyst_client):
+def test_an_unknown_evidence_source_is_an_error_on_its_row(analyst_client):
     before = revision_count()
     response = submit(
         analyst_client,
@@ -270,7 +270,7 @@ def test_tampered_evidence_source_is_an_error_on_its_row(analyst_client):
         },
     )
     assert response.status_code == 400
-    assert "Select a valid choice" in text_of(
+    assert "There is no source SRC-DOES-NOT-EXIST." in text_of(
         field_block(response.content.decode(), "evidence-1-source")
     )
     assert revision_count() == before

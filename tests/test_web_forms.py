@@ -4,13 +4,15 @@ rule keys in refusals linked to the rules."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 import pytest
 from django.http import QueryDict
 from django.template import Context, Template
+from django.utils import timezone
 
-from claimsdb.models import Revision, Source
+from claimsdb.models import FormDraft, Revision, Source
 from claimsdb.records import record_document
 from claimsdb.services import record_create
 from claimsdb.web import stash
@@ -155,13 +157,17 @@ def test_new_source_round_trip_keeps_the_claim_and_chooses_the_source(client):
             assert data[name] == [value], name
     assert data["evidence-1-source"] == ["SRC-VENDOR-2026-07"]  # the row that asked for it
     assert "Source SRC-VENDOR-2026-07 is chosen in evidence link 2" in text_of(html)
-    assert stash.SESSION_KEY not in client.session  # used once, then gone
+    assert data["draft"] == [token]  # the form is the draft until it is saved
+    # a reload shows it again, as it was
+    again = edit_form(client.get(response["Location"]).content.decode()).data()
+    assert {**again, "csrfmiddlewaretoken": []} == {**data, "csrfmiddlewaretoken": []}
 
     response = client.post(NEW_CLAIM, data)
     assert response.status_code == 302
     claim = record_document("case", CASE)["claims"][-1]
     assert claim["statement"] == TYPED["claim-statement"]
     assert [link["source"] for link in claim["evidence"]] == [SOURCE, "SRC-VENDOR-2026-07"]
+    assert not FormDraft.objects.exists()  # saved: the draft is gone
 
 
 def test_a_source_asked_for_outside_a_row_fills_a_new_row(client):
@@ -195,43 +201,87 @@ def test_cancelling_the_source_returns_to_the_claim_as_typed(client):
     assert not Source.objects.filter(key="SRC-VENDOR-2026-07").exists()
 
 
-def test_a_used_or_unknown_token_opens_an_empty_form_with_a_message(client):
+def test_a_draft_survives_reloads_a_new_session_and_the_back_button(client, analyst):
     location, token = leave_for_a_new_source(client)
     client.get(f"{NEW_CLAIM}?resume={token}")
+    for other in (client, signed_in(analyst)):  # reloaded, or opened after signing in again
+        html = other.get(f"{NEW_CLAIM}?resume={token}").content.decode()
+        assert "There is no draft" not in text_of(html)
+        assert edit_form(html).data()["claim-statement"] == [TYPED["claim-statement"]]
+    # the back button to the empty form: the draft is offered there
+    html = signed_in(analyst).get(NEW_CLAIM).content.decode()
+    assert f'href="?resume={token}"' in html
+    # the source page still leads back to it
+    page = client.get(location).content.decode()
+    assert f"?resume={token}" in page
+
+
+def test_later_posts_of_a_draft_update_it(client):
+    _, token = leave_for_a_new_source(client)
+    data = edit_form(client.get(f"{NEW_CLAIM}?resume={token}").content.decode()).data()
+    client.post(
+        NEW_CLAIM, {**data, "claim-statement": "Typed after coming back.", "add_row": "evidence"}
+    )
+    html = client.get(f"{NEW_CLAIM}?resume={token}").content.decode()
+    kept = edit_form(html).data()
+    assert kept["claim-statement"] == ["Typed after coming back."]
+    assert kept["evidence-TOTAL_FORMS"] == ["3"]
+    # refused (no summary): kept too
+    client.post(NEW_CLAIM, {**kept, "claim-status_note": "after a refusal", "summary": ""})
+    kept = edit_form(client.get(f"{NEW_CLAIM}?resume={token}").content.decode()).data()
+    assert kept["claim-status_note"] == ["after a refusal"]
+    assert FormDraft.objects.count() == 1
+
+
+def test_a_discarded_draft_is_gone_and_its_link_opens_an_empty_form(client):
+    before = revision_count()
+    _, token = leave_for_a_new_source(client)
+    data = edit_form(client.get(f"{NEW_CLAIM}?resume={token}").content.decode()).data()
+    response = client.post(NEW_CLAIM, {**data, "discard_draft": "1"})
+    assert response.status_code == 302 and response["Location"] == NEW_CLAIM
+    assert not FormDraft.objects.exists() and revision_count() == before
     again = client.get(f"{NEW_CLAIM}?resume={token}", follow=True)
     assert again.redirect_chain == [(NEW_CLAIM, 302)]
     html = again.content.decode()
-    assert "has expired or was already reopened" in text_of(html)
+    assert "There is no draft of this form at that link" in text_of(html)
+    assert "has expired or was already reopened" not in text_of(html)
     assert edit_form(html).data()["claim-statement"] == [""]
-    # the source page with a stale token saves the source on its own
+
+
+def test_a_source_page_with_a_gone_draft_saves_the_source_on_its_own(client):
+    location, token = leave_for_a_new_source(client)
+    FormDraft.objects.all().delete()
     page = client.get(location).content.decode()
-    assert "has expired or was already reopened" in text_of(page)
+    assert "There is no draft" in text_of(page)
     response = client.post(location, edit_form(page).data(NEW_SOURCE))
     assert response["Location"] == "/sources/SRC-VENDOR-2026-07/"
 
 
-def test_an_expired_stash_is_not_reopened(client, monkeypatch):
+def test_an_expired_draft_is_not_reopened(client, monkeypatch):
     _, token = leave_for_a_new_source(client)
-    now = stash.time.time()
-    monkeypatch.setattr(stash.time, "time", lambda: now + stash.STASH_SECONDS + 1)
+    later = timezone.now() + dt.timedelta(seconds=stash.DRAFT_SECONDS + 1)
+    monkeypatch.setattr(stash, "_now", lambda: later)
     html = client.get(f"{NEW_CLAIM}?resume={token}", follow=True).content.decode()
-    assert "has expired" in text_of(html)
+    assert "There is no draft" in text_of(html)
     assert edit_form(html).data()["claim-statement"] == [""]
 
 
-def test_a_stash_reopens_only_the_form_it_came_from(client):
+def test_a_draft_reopens_only_the_form_it_came_from_and_only_for_its_user(client, reviewer):
     _, token = leave_for_a_new_source(client)
     other = f"/cases/{CASE}/claims/CLM-CP22-003-A/edit/"
     html = client.get(f"{other}?resume={token}", follow=True).content.decode()
-    assert "has expired or was already reopened" in text_of(html)
+    assert "There is no draft" in text_of(html)
+    assert TYPED["claim-statement"] not in html
+    html = signed_in(reviewer).get(f"{NEW_CLAIM}?resume={token}", follow=True).content.decode()
     assert TYPED["claim-statement"] not in html
 
 
-def test_a_session_keeps_a_bounded_number_of_stashes(client):
-    tokens = [leave_for_a_new_source(client)[1] for _ in range(stash.STASH_LIMIT + 2)]
-    kept = client.session[stash.SESSION_KEY]
-    assert len(kept) == stash.STASH_LIMIT
-    assert set(kept) == set(tokens[-stash.STASH_LIMIT :])
+def test_a_user_keeps_a_bounded_number_of_drafts(client, analyst):
+    tokens = [leave_for_a_new_source(client)[1] for _ in range(stash.DRAFT_LIMIT + 2)]
+    kept = set(FormDraft.objects.filter(user=analyst).values_list("token", flat=True))
+    assert kept == set(tokens[-stash.DRAFT_LIMIT :])
+    html = client.get(NEW_CLAIM).content.decode()
+    assert html.count("?resume=") == stash.DRAFTS_LISTED
 
 
 # --- barred figures and rule links --------------------------------------------------------------
@@ -308,7 +358,7 @@ def test_a_viewer_can_neither_park_a_claim_form_nor_add_rows(seeded, viewer):
     for button in ({"new_source": "0"}, {"add_row": "evidence"}):
         response = client.post(NEW_CLAIM, {**TYPED, **button})
         assert response.status_code == 403
-    assert stash.SESSION_KEY not in client.session
+    assert not FormDraft.objects.exists()
 
 
 def test_adding_rows_stops_at_the_limit_without_dropping_any():

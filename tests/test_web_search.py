@@ -131,7 +131,7 @@ def test_a_write_is_found_in_its_own_transaction(seeded, analyst):
     document["title"] = "Numbat checksum patch"
     source_update(user=analyst, key="SRC-SGLANG-PR-39229", document=document, summary="t")
     assert hits("numbat") == [("source", "SRC-SGLANG-PR-39229")]
-    assert ("source", "SRC-SGLANG-PR-39229") not in hits("SGLang PR 39229 checksum")
+    assert ("source", "SRC-SGLANG-PR-39229") not in hits("verified on decode")
 
 
 def test_withdrawn_records_stay_in_the_working_search_and_leave_the_public_one(
@@ -151,7 +151,7 @@ def test_withdrawn_records_stay_in_the_working_search_and_leave_the_public_one(
     # the public sees the release until the next one
     assert ("case", "CP22-003") in hits("RDMA", released=True)
     release_publish(user=reviewer, notes="2: withdrawals")
-    assert [k for k in hits("RDMA", released=True) if k[0] == "case"] == []
+    assert ("case", "CP22-003") not in hits("RDMA", released=True)
     assert ("claim", "CLM-CP22-003-B") not in hits("Mooncake", released=True)
     assert hits("checksum", released=True) == []
     assert 'href="/cases/CP22-003/"' not in client.get("/", {"q": "RDMA"}).content.decode()

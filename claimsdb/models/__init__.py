@@ -1,11 +1,13 @@
 """The claimsdb domain (docs/architecture.md, "The records").
 
-Only ``claimsdb.services`` writes these tables.
+Only ``claimsdb.services`` writes these tables, but for ``FormDraft`` (an editing form's
+input kept for its user, not a record), written by ``claimsdb/web/stash.py``.
 """
 
 from .assessments import Assessment, AssessmentMethod
 from .cases import Attribution, Case, CaseTag, Control, Figure, Relation, Unknown
 from .claims import Claim, ClaimIdReservation, EvidenceLink
+from .drafts import FormDraft
 from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
 from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
 from .revisions import LedgerHead, Revision
@@ -24,6 +26,7 @@ __all__ = [
     "Control",
     "EvidenceLink",
     "Figure",
+    "FormDraft",
     "ImportReport",
     "LedgerHead",
     "Relation",

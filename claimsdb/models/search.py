@@ -26,8 +26,19 @@ class SearchKind(models.TextChoices):
     SOURCE = "source", "source"
 
 
+# ``more`` holds the further text of an entry as segments in a fixed order per kind,
+# separated by this character (which the text-search parser takes as a space).
+MORE_SEPARATOR = "\x1f"
+MORE_FIELDS = {
+    "case": ("tags", "figure IDs", "full account", "basis"),
+    "claim": (),
+    "source": ("publisher", "key"),
+}
+
+
 class SearchDocument(Func):
-    """The stored ``tsvector`` of an entry: its title weighted A, its text weighted B.
+    """The stored ``tsvector`` of an entry: its title weighted A, its text weighted B, the
+    rest of it (``more``) weighted C.
 
     PostgreSQL only: elsewhere the column holds NULL and search matches words in the text
     columns instead. The configuration is a constant so the expression is immutable, as a
@@ -37,21 +48,22 @@ class SearchDocument(Func):
     output_field = SearchVectorField()
 
     def __init__(self) -> None:
-        super().__init__(F("title"), F("text"))
+        super().__init__(F("title"), F("text"), F("more"))
 
     def as_sql(self, compiler, connection, **extra):
         return "NULL", []
 
     def as_postgresql(self, compiler, connection, **extra):
-        (title, title_params), (text, text_params) = (
+        (title, title_params), (text, text_params), (more, more_params) = (
             compiler.compile(expression) for expression in self.get_source_expressions()
         )
         config = f"'{SEARCH_CONFIG}'::regconfig"
         sql = (
             f"setweight(to_tsvector({config}, COALESCE({title}, '')), 'A') || "
-            f"setweight(to_tsvector({config}, COALESCE({text}, '')), 'B')"
+            f"setweight(to_tsvector({config}, COALESCE({text}, '')), 'B') || "
+            f"setweight(to_tsvector({config}, COALESCE({more}, '')), 'C')"
         )
-        return sql, [*title_params, *text_params]
+        return sql, [*title_params, *text_params, *more_params]
 
 
 class SearchEntry(models.Model):
@@ -71,6 +83,8 @@ class SearchEntry(models.Model):
     source_kind = models.CharField(max_length=32, blank=True)
     title = models.TextField(blank=True)  # case and source titles
     text = models.TextField(blank=True)  # case summaries and claim statements
+    # cases: tags, figure IDs, account, basis; sources: publisher, key (``MORE_FIELDS``)
+    more = models.TextField(blank=True, default="")
     revision = models.PositiveBigIntegerField(null=True, blank=True)  # released entries
     vector = models.GeneratedField(
         expression=SearchDocument(), output_field=SearchVectorField(), db_persist=True

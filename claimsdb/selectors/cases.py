@@ -150,18 +150,25 @@ def case_tags() -> list[str]:
 
 def suggested_claim_id(case_key: str) -> str:
     """The next free ``CLM-<case>-<letter>`` ID (never one used before, even if withdrawn)."""
+    return suggested_claim_ids(case_key, 1)[0]
+
+
+def suggested_claim_ids(case_key: str, count: int) -> list[str]:
+    """The next ``count`` free ``CLM-<case>-<letter>`` IDs, in order (two queries)."""
     prefix = f"CLM-{case_key}-"
     used = set(
         ClaimIdReservation.objects.filter(claim_id__startswith=prefix).values_list(
             "claim_id", flat=True
         )
     ) | set(Claim.objects.filter(claim_id__startswith=prefix).values_list("claim_id", flat=True))
+    found: list[str] = []
     number = 0
-    while True:
+    while len(found) < count:
         number += 1
         suffix, n = "", number
         while n:
             n, rest = divmod(n - 1, 26)
             suffix = chr(ord("A") + rest) + suffix
         if prefix + suffix not in used:
-            return prefix + suffix
+            found.append(prefix + suffix)
+    return found

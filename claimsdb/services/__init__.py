@@ -8,6 +8,7 @@ from .claims import (
     claim_patch,
     claim_update,
     claim_withdraw,
+    claims_add,
 )
 from .records import (
     ANY_REVISION,
@@ -43,6 +44,7 @@ __all__ = [
     "case_update",
     "case_withdraw",
     "claim_add",
+    "claims_add",
     "claim_move",
     "claim_patch",
     "claim_update",

@@ -1,5 +1,6 @@
-"""Claims one at a time: each change is a whole-case write (one revision of the case), made
-to the case as it is by ``record_change`` so that no concurrent change to the case is lost.
+"""Claims one at a time, or several added at once: each change is a whole-case write (one
+revision of the case), made to the case as it is by ``record_change`` so that no concurrent
+change to the case is lost.
 
 A refusal is a ``ClaimRefused``: its violations point into the case's document, as every
 refusal's do, and it knows where the claim stands there, so a caller that sent the claim
@@ -157,6 +158,38 @@ def claim_add(
             kind="case",
             key=case_key,
             change=with_claim,
+            summary=summary,
+            material=material,
+            expected_revision=expected_revision,
+        )
+
+
+def claims_add(
+    *,
+    user: User,
+    case_key: str,
+    claims: list[dict[str, Any]],
+    summary: str,
+    material: bool = True,
+    expected_revision: Any = ANY_REVISION,
+) -> WriteOutcome:
+    """Add several claims at the end of a case's claims, as one revision: all are written or
+    none. A refusal is a ``ClaimRefused`` whose ``index`` is where the first of them stands
+    (the others follow it), so each violation's path says which claim it is about."""
+    with _claim_refusals(case_key) as place:
+
+        def with_claims(document: dict[str, Any]) -> dict[str, Any]:
+            place.index = len(document["claims"])
+            for claim in claims:
+                _refuse_not_object(claim)
+            document["claims"].extend(claims)
+            return parse_update("case", case_key, document)
+
+        return record_change(
+            user=user,
+            kind="case",
+            key=case_key,
+            change=with_claims,
             summary=summary,
             material=material,
             expected_revision=expected_revision,

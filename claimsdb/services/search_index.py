@@ -17,10 +17,34 @@ from typing import Any
 from claimsdb.models import ReleaseChange, ReleaseEntry, Revision, SearchEntry
 from claimsdb.models import SearchKind as Kind
 from claimsdb.models import SearchScope as Scope
+from claimsdb.models.search import MORE_SEPARATOR
 
 WITHDRAWN = "withdrawn"
 _BATCH = 1000
 _CHUNK = 500  # records per IN (...) list, well under every database's parameter limit
+
+
+def key_words(key: str) -> str:
+    """A key and its parts as words (``SRC-OPENAI-POSTMORTEM SRC OPENAI POSTMORTEM``): a
+    part of a key, or the first parts of it, are found as words and phrases."""
+    return f"{key} {' '.join(key.split('-'))}"
+
+
+def case_more(document: dict[str, Any]) -> str:
+    """A case's further searchable text, in the order of ``MORE_FIELDS["case"]``."""
+    return MORE_SEPARATOR.join(
+        [
+            ", ".join(document.get("tags", [])),
+            " ".join(key_words(f["id"]) for f in document.get("figures", [])),
+            document.get("account", ""),
+            document.get("basis", ""),
+        ]
+    )
+
+
+def source_more(document: dict[str, Any]) -> str:
+    """A source's further searchable text, in the order of ``MORE_FIELDS["source"]``."""
+    return MORE_SEPARATOR.join([document.get("publisher", ""), key_words(document["key"])])
 
 
 def case_entries(
@@ -36,6 +60,7 @@ def case_entries(
         status=document["status"],
         title=document["title"],
         text=document["summary"],
+        more=case_more(document),
         revision=revision,
     )
     for claim in document["claims"]:
@@ -60,13 +85,14 @@ def source_entry(
         status=document["status"],
         source_kind=document["kind"],
         title=document["title"],
+        more=source_more(document),
         revision=revision,
     )
 
 
 # The fields of a case document its search entries are made of: a write that changes none
 # of them leaves the index alone.
-CASE_FIELDS = ("title", "summary", "status", "claims")
+CASE_FIELDS = ("title", "summary", "status", "claims", "tags", "figures", "account", "basis")
 
 
 def index_cases(documents: list[dict[str, Any]]) -> None:

@@ -42,9 +42,12 @@ from . import stash
 from .access import request_has_role
 from .diffs import document_changes
 from .forms import SaveForm
+from .pickers import PickerField
 
 ADD_ROW = "add_row"  # the "Add another row" button: its value names the list (formset prefix)
 ROWS_MAX = 200  # rows a list editor can grow to by "Add another row"
+SAVE_AND_ADD = "save_add"  # "Save and add another": saved, then an empty form of the kind
+DISCARD_DRAFT = "discard_draft"  # the button that lets a draft go (``stash``)
 
 
 @dataclass
@@ -170,6 +173,7 @@ class RecordEditView(View):
     page_title = ""
     default_summary = ""
     default_material = True
+    keeps_drafts = False  # its empty page offers the user's drafts of it (``stash``)
 
     # --- for subclasses ----------------------------------------------------------------
     def record_key(self) -> str:
@@ -188,6 +192,14 @@ class RecordEditView(View):
 
     def cancel_url(self) -> str:
         return self.success_url(self.document) if self.document else "/"
+
+    def another_url(self, document: dict[str, Any]) -> str:
+        """Where *Save and add another* leads (an empty form for the next record); "" for
+        a page without that button."""
+        return ""
+
+    def save_and_add_label(self) -> str:
+        return "Save and add another" if self.another_url(self.document or {}) else ""
 
     def extra_context(self) -> dict[str, Any]:
         return {}
@@ -226,19 +238,29 @@ class RecordEditView(View):
         return self.render_page(section, save)
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        draft = request.POST.get(stash.TOKEN, "")
+        if DISCARD_DRAFT in request.POST:
+            stash.discard(request, draft)
+            messages.info(request, "The draft is discarded.")
+            return HttpResponseRedirect(request.path)
         if ADD_ROW in request.POST:
-            return self.render_input(with_blank_row(request.POST, request.POST[ADD_ROW]))
+            data = with_blank_row(request.POST, request.POST[ADD_ROW])
+            self.keep_draft(data)
+            return self.render_input(data)
         section = self.build_forms(request.POST, self.document)
         save = SaveForm(request.POST)
         if not (save.is_valid() and _all_valid(section)):
+            self.keep_draft(request.POST)
             return self.render_page(section, save, invalid=True, status=400)
         placer = ViolationPlacer()
         placer.add("", save, {"summary": "summary"}, catch_all=False)
         try:
             outcome = self.write(section, placer, save.cleaned_data)
         except StaleRevision as stale:
+            self.keep_draft(request.POST)
             return self.render_conflict(section, save, stale)
         except RuleViolations as refused:
+            self.keep_draft(request.POST)
             top = placer.place(refused.violations)
             return self.render_page(
                 section,
@@ -252,13 +274,15 @@ class RecordEditView(View):
             raise PermissionDenied(str(denied)) from denied
         except RecordNotFound as missing:
             raise Http404(str(missing)) from missing
+        stash.discard(request, draft)  # saved: the draft has served
         if outcome.revision is None:
             messages.info(request, "Nothing changed, so no revision was written.")
         else:
             messages.success(
                 request, f"Saved as revision {outcome.revision.number}: {outcome.revision.summary}"
             )
-        return HttpResponseRedirect(self.success_url(outcome.document))
+        another = self.another_url(outcome.document) if SAVE_AND_ADD in request.POST else ""
+        return HttpResponseRedirect(another or self.success_url(outcome.document))
 
     def render_input(self, data) -> HttpResponse:
         """The page again with ``data`` in its forms and nothing checked or written: for
@@ -267,16 +291,25 @@ class RecordEditView(View):
         return self.render_page(unchecked(section), unchecked(SaveForm(data)))
 
     def resume(self, request: HttpRequest, token: str) -> HttpResponse:
-        """The form as it was when the analyst left it to create another record."""
-        parked = stash.take(request, token, path=request.path)
+        """The form as it was when the analyst left it to create another record (or last
+        posted it): its draft, kept until the form is saved or the draft discarded."""
+        parked = stash.reopen(request, token, path=request.path)
         if parked is None:
             messages.warning(
                 request,
-                "The form you left has expired or was already reopened; this is an empty one.",
+                "There is no draft of this form at that link: it was saved or discarded, or "
+                f"was left for more than {stash.DRAFT_SECONDS // 86400} days. "
+                "This is an empty form.",
             )
             return HttpResponseRedirect(request.path)
         messages.info(request, self.resumed(parked["data"], parked))
         return self.render_input(parked["data"])
+
+    def keep_draft(self, data) -> None:
+        """A form that is a draft keeps its latest input in it (see ``stash``)."""
+        token = data.get(stash.TOKEN, "")
+        if token:
+            stash.keep(self.request, token, data)
 
     def write(
         self, section: dict[str, Any], placer: ViolationPlacer, save: dict[str, Any]
@@ -295,6 +328,18 @@ class RecordEditView(View):
         return record_update(
             kind=self.kind, key=self.record_key(), document=document, **self.service_arguments(save)
         )
+
+    def draft_token(self, section, save: SaveForm) -> str:
+        """The token of the draft the form is (carried by the form, in ``draft``)."""
+        data = save.data if save.is_bound else {}
+        token = data.get(stash.TOKEN, "") if hasattr(data, "get") else ""
+        return token if isinstance(token, str) else ""
+
+    def drafts_offered(self, section, save: SaveForm) -> list[dict[str, Any]]:
+        """A page that ``keeps_drafts`` offers, when opened empty, the user's drafts of it."""
+        if not self.keeps_drafts or save.is_bound:
+            return []
+        return stash.drafts_of(self.request, self.request.path)
 
     def service_arguments(self, save: dict[str, Any]) -> dict[str, Any]:
         """What every service call of a save is given: the user, the summary and whether the
@@ -381,6 +426,15 @@ class RecordEditView(View):
             "refused": refused,
             "invalid": invalid,
             "cancel_url": self.cancel_url(),
+            "draft_token": self.draft_token(section, save),
+            "save_and_add": self.save_and_add_label(),
+            "drafts": self.drafts_offered(section, save),
+            # picker.js fills the pickers' suggestions as keys are typed
+            "uses_pickers": any(
+                isinstance(field, PickerField)
+                for form in _forms_of(section)
+                for field in form.fields.values()
+            ),
             **self.extra_context(),
         }
         return render(self.request, self.template_name, context, status=status)

@@ -10,7 +10,11 @@ from django import forms
 from django.forms import formset_factory
 
 from claimsdb import choices
+from claimsdb.codes import AttributionCode, EvidenceCode, RelationCode, RuleCode
 
+from .pickers import Picker, PickerField
+
+PICKER_HELP = "Its key; type part of the key or title for suggestions."
 DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
 MARKDOWN_HELP = (
     "Markdown: *emphasis*, **strong**, [links](https://…), lists. HTML is shown as text."
@@ -180,18 +184,15 @@ class ListRowForm(forms.Form):
 
 
 class EvidenceLinkForm(ListRowForm):
-    source = forms.ChoiceField()
+    source = PickerField(kind="source", code=EvidenceCode.SOURCE_UNKNOWN, help_text=PICKER_HELP)
     relation = forms.ChoiceField(choices=choices.EvidenceRelation.choices)
     locator = forms.CharField(
         required=False, help_text="Which part of the source, e.g. “Technical analysis”."
     )
 
-    def __init__(self, *args, source_choices: list[tuple[str, str]], **kwargs):
+    def __init__(self, *args, source_picker: Picker, **kwargs):
         super().__init__(*args, **kwargs)
-        current = self.initial.get("source")
-        self.fields["source"].choices = [("", "— choose a source —")] + with_current(
-            source_choices, current
-        )
+        self.fields["source"].use(source_picker)
 
 
 class FigureForm(ListRowForm):
@@ -216,27 +217,25 @@ class FigureForm(ListRowForm):
 
 
 class AttributionForm(ListRowForm):
-    figure = forms.ChoiceField()
+    figure = PickerField(kind="figure", code=AttributionCode.FIGURE_UNKNOWN, help_text=PICKER_HELP)
     role = forms.ChoiceField(choices=choices.AttributionRole.choices)
     note = forms.CharField(required=False)
 
-    def __init__(self, *args, figure_choices: list[tuple[str, str]], **kwargs):
+    def __init__(self, *args, figure_picker: Picker, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["figure"].choices = [("", "— choose a figure —")] + with_current(
-            figure_choices, self.initial.get("figure")
-        )
+        self.fields["figure"].use(figure_picker)
 
 
 class RelationForm(ListRowForm):
-    case = forms.ChoiceField(label="Other case")
+    case = PickerField(
+        kind="case", code=RelationCode.CASE_UNKNOWN, label="Other case", help_text=PICKER_HELP
+    )
     kind = forms.ChoiceField(choices=choices.RelationKind.choices, label="Relation")
     note = forms.CharField(required=False)
 
-    def __init__(self, *args, case_choices: list[tuple[str, str]], **kwargs):
+    def __init__(self, *args, case_picker: Picker, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["case"].choices = [("", "— choose a case —")] + with_current(
-            case_choices, self.initial.get("case")
-        )
+        self.fields["case"].use(case_picker)
 
 
 class ControlForm(ListRowForm):
@@ -425,18 +424,18 @@ class NewSourceForm(SourceForm):
 class RuleForm(forms.Form):
     kind = forms.ChoiceField(choices=choices.RuleKind.choices)
     status = forms.ChoiceField(choices=choices.RecordStatus.choices, initial="active")
-    figure = forms.ChoiceField(help_text="The figure that must not be attributed…")
-    case = forms.ChoiceField(help_text="…to this case.")
+    figure = PickerField(
+        kind="figure",
+        code=RuleCode.FIGURE_UNKNOWN,
+        help_text="The figure that must not be attributed…",
+    )
+    case = PickerField(kind="case", code=RuleCode.CASE_UNKNOWN, help_text="…to this case.")
     reason = TextField(required=True, help_text="Shown with every refusal this rule causes.")
 
-    def __init__(self, *args, figure_choices, case_choices, **kwargs):
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["figure"].choices = [("", "— choose a figure —")] + with_current(
-            figure_choices, self.initial.get("figure")
-        )
-        self.fields["case"].choices = [("", "— choose a case —")] + with_current(
-            case_choices, self.initial.get("case")
-        )
+        self.fields["figure"].use(Picker.of("figure"))
+        self.fields["case"].use(Picker.of("case"))
 
 
 class NewRuleForm(RuleForm):

@@ -4,7 +4,8 @@ from django.urls import path
 
 from claimsdb.records.kinds import CASE, METHOD, RULE, SOURCE, RecordKind
 
-from .views import case_edit, lists, reading, records
+from . import pickers
+from .views import case_edit, claims_batch, lists, reading, records
 
 
 def history_routes(record_kind: RecordKind) -> list:
@@ -49,6 +50,7 @@ def history_routes(record_kind: RecordKind) -> list:
 
 urlpatterns = [
     path("", lists.index, name="index"),
+    path("suggest/<str:kind>/", pickers.suggest, name="suggest"),
     # cases
     path("cases/", lists.case_list, name="case-list"),
     path("cases/new/", case_edit.CaseCreateView.as_view(), name="case-new"),
@@ -62,6 +64,7 @@ urlpatterns = [
     path("cases/<str:key>/edit/", case_edit.CaseFieldsEditView.as_view(), name="case-edit"),
     path("cases/<str:key>/claims/", case_edit.ClaimsArrangeView.as_view(), name="case-claims"),
     path("cases/<str:key>/claims/new/", case_edit.ClaimEditView.as_view(), name="claim-new"),
+    path("cases/<str:key>/claims/add/", claims_batch.ClaimsBatchView.as_view(), name="claims-add"),
     path(
         "cases/<str:key>/claims/<str:claim_id>/edit/",
         case_edit.ClaimEditView.as_view(),
@@ -87,6 +90,7 @@ urlpatterns = [
         case_edit.AssessmentEditView.as_view(),
         name="assessment-edit",
     ),
+    path("cases/<str:key>/lists/edit/", case_edit.CaseListsEditView.as_view(), name="lists-edit"),
     path("cases/<str:key>/figures/edit/", case_edit.FiguresEditView.as_view(), name="figures-edit"),
     path(
         "cases/<str:key>/attributions/edit/",

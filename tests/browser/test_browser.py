@@ -36,11 +36,11 @@ def test_analyst_adds_a_claim_sees_it_and_meets_the_forbidden_attribution(seeded
     page.fill("#id_claim-statement", "Deferred release closes the window for the NIXL backend.")
     page.select_option("#id_claim-status", "supported")
     page.select_option("#id_claim-basis", "reported_finding")
-    page.select_option("#id_evidence-0-source", "SRC-SGLANG-PR-35360")
+    page.fill("#id_evidence-0-source", "SRC-SGLANG-PR-35360")
     page.select_option("#id_evidence-0-relation", "supports")
     page.fill("#id_evidence-0-locator", "PR description")
     page.fill("#id_summary", "Add the NIXL claim")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     page.wait_for_url(re.compile(rf"/cases/{CASE}/#claims$"))
 
     claim = page.locator("#CLM-CP22-003-C")
@@ -55,11 +55,11 @@ def test_analyst_adds_a_claim_sees_it_and_meets_the_forbidden_attribution(seeded
     # the forbidden attribution: refused at the field, input kept, nothing written
     revisions = Revision.objects.count()
     page.goto(f"{seeded_site}/cases/{CASE}/attributions/edit/")
-    page.select_option("#id_attributions-0-figure", "FIG-CP22-002-RESPONSES")
+    page.fill("#id_attributions-0-figure", "FIG-CP22-002-RESPONSES")
     page.select_option("#id_attributions-0-role", "impact_basis")
     page.fill("#id_attributions-0-note", "the 155 responses")
     page.fill("#id_summary", "Use the production count")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     field = page.locator("#field-attributions-0-figure")
     assert "RULE-CP22-002-RESPONSES-NOT-CP22-003" in field.locator(".error").inner_text()
     assert "did not produce them" in field.inner_text()
@@ -95,12 +95,12 @@ def test_stale_edit_shows_the_conflict_and_keeps_the_input(seeded_site, new_page
 
     first.fill("#id_case-title", "SGLang RDMA transfers could overwrite a reassigned cache")
     first.fill("#id_summary", "Shorter title")
-    first.get_by_role("button", name="Save").click()
+    first.get_by_role("button", name="Save", exact=True).click()
     first.wait_for_url(f"{seeded_site}/cases/{CASE}/")
 
     second.fill("#id_case-limits", "My own limits, typed before the other save.")
     second.fill("#id_summary", "Rewrite the limits")
-    second.get_by_role("button", name="Save").click()
+    second.get_by_role("button", name="Save", exact=True).click()
     conflict = second.locator(".conflict")
     assert "Someone else saved this record while you were editing" in conflict.inner_text()
     assert "Their" not in conflict.inner_text()  # the diff shows the words, not a label
@@ -117,7 +117,7 @@ def test_stale_edit_shows_the_conflict_and_keeps_the_input(seeded_site, new_page
         "SGLang RDMA transfers could overwrite a reassigned cache"
     )
     # having seen the other change, saving again applies this one on top of it
-    second.get_by_role("button", name="Save").click()
+    second.get_by_role("button", name="Save", exact=True).click()
     second.wait_for_url(f"{seeded_site}/cases/{CASE}/")
     document = record_document("case", CASE)
     assert document["limits"] == "My own limits, typed before the other save."

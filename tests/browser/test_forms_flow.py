@@ -27,7 +27,7 @@ def test_a_new_source_from_the_claim_form_comes_back_chosen(seeded_site, new_pag
     page = new_page(javascript=False)
     sign_in(page, seeded_site, "analyst")
     open_new_claim(page, seeded_site)
-    page.select_option("#id_evidence-0-source", "SRC-SGLANG-PR-35360")
+    page.fill("#id_evidence-0-source", "SRC-SGLANG-PR-35360")
     page.select_option("#id_evidence-0-relation", "supports")
     page.fill("#id_evidence-1-locator", "Advisory, section 2")
     page.locator("#evidence-row-1").get_by_role("button", name="Create a new source…").click()
@@ -38,7 +38,7 @@ def test_a_new_source_from_the_claim_form_comes_back_chosen(seeded_site, new_pag
     page.fill("#id_source-title", "Vendor advisory on KV transfers")
     page.select_option("#id_source-kind", "vendor_advisory")
     page.fill("#id_summary", "New source for the NIXL claim")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     page.wait_for_url(re.compile(rf"/cases/{CASE}/claims/new/\?resume="))
 
     # everything typed is back, the new source chosen in the row that asked for it
@@ -53,7 +53,7 @@ def test_a_new_source_from_the_claim_form_comes_back_chosen(seeded_site, new_pag
 
     page.select_option("#id_evidence-1-relation", "context")
     page.fill("#id_summary", "Add the NIXL claim")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     page.wait_for_url(re.compile(rf"/cases/{CASE}/#claims$"))
     claim = record_document("case", CASE)["claims"][-1]
     assert claim["statement"] == STATEMENT
@@ -78,10 +78,10 @@ def test_add_another_row_three_times_then_save_three_links(seeded_site, new_page
     assert Revision.objects.count() == revisions  # nothing written
     sources = ["SRC-SGLANG-PR-35360", "SRC-SGLANG-PR-35049", "SRC-SGLANG-ISSUE-24527"]
     for row, source in enumerate(sources):
-        page.select_option(f"#id_evidence-{row}-source", source)
+        page.fill(f"#id_evidence-{row}-source", source)
         page.select_option(f"#id_evidence-{row}-relation", "supports")
     page.fill("#id_summary", "A claim with three links")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     page.wait_for_url(re.compile(rf"/cases/{CASE}/#claims$"))
     claim = record_document("case", CASE)["claims"][-1]
     assert [link["source"] for link in claim["evidence"]] == sources
@@ -106,16 +106,16 @@ def test_a_barred_figure_is_marked_and_its_refusal_links_the_rule(seeded_site, n
     page = new_page(javascript=False)
     sign_in(page, seeded_site, "analyst")
     page.goto(f"{seeded_site}/cases/{CASE}/attributions/edit/")
-    option = page.locator(f'#id_attributions-0-figure option[value="{FIGURE}"]')
+    option = page.locator(f'#id_attributions-0-figure-suggestions option[value="{FIGURE}"]')
     assert option.inner_text().endswith(f"— barred by {RULE}")
     note = page.locator("section.barred")
     assert note.get_by_role("link", name=RULE).get_attribute("href") == f"/rules/{RULE}/"
-    page.select_option("#id_attributions-0-figure", FIGURE)
+    page.fill("#id_attributions-0-figure", FIGURE)
     page.select_option("#id_attributions-0-role", "impact_basis")
     page.fill("#id_attributions-0-note", "the 155 responses")
     page.fill("#id_summary", "Use the production count")
     before = boxes(page)
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     page.wait_for_load_state()
 
     error = page.locator("#field-attributions-0-figure .error")

@@ -25,7 +25,7 @@ def test_a_case_goes_from_proposal_to_release(seeded_site, new_page):
     analyst.fill("#id_case-title", TITLE)
     analyst.select_option("#id_case-status", "in_review")
     analyst.fill("#id_summary", "Retitle and propose for release")
-    analyst.get_by_role("button", name="Save").click()
+    analyst.get_by_role("button", name="Save", exact=True).click()
     analyst.wait_for_url(f"{seeded_site}/cases/{CASE}/")
     assert record_document("case", CASE)["status"] == "in_review"
     # ready is shown but not offered to the analyst
@@ -48,7 +48,7 @@ def test_a_case_goes_from_proposal_to_release(seeded_site, new_page):
     assert not reviewer.locator("#id_case-status option[value=ready]").is_disabled()
     reviewer.select_option("#id_case-status", "ready")
     reviewer.fill("#id_summary", "Reviewed: ready")
-    reviewer.get_by_role("button", name="Save").click()
+    reviewer.get_by_role("button", name="Save", exact=True).click()
     reviewer.wait_for_url(f"{seeded_site}/cases/{CASE}/")
     assert record_document("case", CASE)["status"] == "ready"
 

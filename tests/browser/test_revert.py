@@ -16,7 +16,7 @@ def edit_status(page, base: str, status: str, summary: str) -> None:
     page.goto(f"{base}/cases/{CASE}/edit/")
     page.select_option("#id_case-status", status)
     page.fill("#id_summary", summary)
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     page.wait_for_url(f"{base}/cases/{CASE}/")
 
 

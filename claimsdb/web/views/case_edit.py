@@ -10,10 +10,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from claimsdb.models import AssessmentMethod
-from claimsdb.selectors.cases import case_keys_and_titles, suggested_claim_id
+from claimsdb.selectors.cases import suggested_claim_id
 from claimsdb.selectors.methods import method_list, methods_by_key
-from claimsdb.selectors.scope import figures_of_other_cases, forbidding_rules
-from claimsdb.selectors.sources import source_list, sources_by_key
+from claimsdb.selectors.scope import figures_by_id, forbidding_rules
+from claimsdb.selectors.sources import sources_by_key
 from claimsdb.services import WriteOutcome, claim_add, claim_move, claim_update, claim_withdraw
 
 from .. import stash
@@ -31,7 +31,9 @@ from ..forms import (
     NewCaseForm,
     RelationFormSet,
     UnknownFormSet,
+    list_formset,
 )
+from ..pickers import Picker
 from ..presenters import cited_source_keys, number_text
 
 NEW_SOURCE = "new_source"  # the claim form's "Create a new source…" button (value: the row)
@@ -40,13 +42,6 @@ CASE_FIELDS = ("title", "status", "summary", "scope_note", "basis", "limits", "a
 
 def case_url(key: str, anchor: str = "") -> str:
     return reverse("case-detail", args=[key]) + (f"#{anchor}" if anchor else "")
-
-
-def source_choices() -> list[tuple[str, str]]:
-    return [
-        (s.key, f"{s.title} ({s.key})" + (" — withdrawn" if s.status == "withdrawn" else ""))
-        for s in source_list()
-    ]
 
 
 def claim_choices(document: dict[str, Any]) -> list[tuple[str, str]]:
@@ -130,6 +125,7 @@ class ClaimEditView(RecordEditView):
     links (a source, a relation and a locator per row)."""
 
     template_name = "cases/claim_form.html"
+    keeps_drafts = True
 
     @property
     def claim_id(self) -> str | None:
@@ -167,7 +163,7 @@ class ClaimEditView(RecordEditView):
                 data,
                 initial=[dict(link) for link in links],
                 prefix="evidence",
-                form_kwargs={"source_choices": source_choices()},
+                form_kwargs={"source_picker": Picker.of("source")},
             ),
         }
 
@@ -199,11 +195,18 @@ class ClaimEditView(RecordEditView):
     def success_url(self, document):
         return case_url(document["key"], "claims")
 
+    def another_url(self, document):
+        return reverse("claim-new", args=[self.record_key()])
+
     def post(self, request, *args, **kwargs):
         if NEW_SOURCE in request.POST:
-            # nothing is saved: the input waits in the session while the source is created
+            # nothing is saved: the input waits as a draft while the source is created
             token = stash.put(
-                request, path=request.path, data=request.POST, row=request.POST[NEW_SOURCE]
+                request,
+                path=request.path,
+                data=request.POST,
+                row=request.POST[NEW_SOURCE],
+                source="",
             )
             return HttpResponseRedirect(f"{reverse('source-new')}?{urlencode({'return': token})}")
         return super().post(request, *args, **kwargs)
@@ -490,20 +493,21 @@ class AttributionsEditView(ListEditView):
     )
 
     def form_kwargs(self, document):
-        # two queries however many rules and figures: the rules naming this case, and the
-        # figures of the other cases (the choices)
+        # the figures a rule bars from this case, said before the save is refused: two
+        # queries however many figures there are (the rules naming the case, their figures)
         forbidden = forbidding_rules(document["key"])
-        options, self.barred = [], []
-        for f in figures_of_other_cases(document["key"]):
-            described = f"{number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}"
-            text = f"{f.figure_id}: {described}"
-            rule = forbidden.get(f.figure_id)
-            if rule:
-                # said before the save is refused; options hold no links, the note above does
-                self.barred.append({"figure": f.figure_id, "text": described, "rule": rule})
-                text += f" — barred by {rule}"
-            options.append((f.figure_id, text))
-        return {"figure_choices": options}
+        figures = figures_by_id(list(forbidden))
+        self.barred = [
+            {
+                "figure": figure_id,
+                "text": f"{number_text(figures[figure_id]['value'])} {figures[figure_id]['unit']} "
+                f"({figures[figure_id]['scope']}) of {figures[figure_id]['case']}",
+                "rule": rule,
+            }
+            for figure_id, rule in forbidden.items()
+            if figure_id in figures
+        ]
+        return {"figure_picker": Picker.of("figure", case=document["key"])}
 
     def extra_context(self):
         return {**super().extra_context(), "barred": getattr(self, "barred", [])}
@@ -520,13 +524,7 @@ class RelationsEditView(ListEditView):
     )
 
     def form_kwargs(self, document):
-        return {
-            "case_choices": [
-                (key, f"{key} — {title}")
-                for key, title in case_keys_and_titles()
-                if key != document["key"]
-            ]
-        }
+        return {"case_picker": Picker.of("case", case=document["key"])}
 
 
 class ControlsEditView(ListEditView):
@@ -541,3 +539,76 @@ class UnknownsEditView(ListEditView):
     formset_class = UnknownFormSet
     page_title = "Edit unknowns and contradictions"
     anchor = "unknowns"
+
+
+BLANK_ROWS_MAX = 20  # blank rows a list can be opened with (``?blank=n``)
+
+
+class CaseListsEditView(RecordEditView):
+    """/cases/<key>/lists/edit/: the case's figures, relations, controls and unknowns on one
+    page, saved as one revision; each list works as on its own page (``ListEditView``).
+    ``?blank=n`` opens every list with ``n`` blank rows."""
+
+    template_name = "cases/lists_form.html"
+    page_title = "Edit figures, relations, controls and unknowns"
+    default_summary = "Edit figures, relations, controls and unknowns"
+    part_views = (FiguresEditView, RelationsEditView, ControlsEditView, UnknownsEditView)
+
+    def parts(self) -> list[ListEditView]:
+        if not hasattr(self, "_parts"):
+            self._parts = []
+            for view_class in self.part_views:
+                part = view_class()
+                part.setup(self.request, *self.args, **self.kwargs)
+                self._parts.append(part)
+        return self._parts
+
+    def blank_rows(self, part: ListEditView) -> int | None:
+        asked = self.request.GET.get("blank", "")
+        return min(int(asked), BLANK_ROWS_MAX) if asked.isdigit() else None
+
+    def build_forms(self, data, document):
+        section = {}
+        for part in self.parts():
+            formset_class = part.formset_class
+            blank = self.blank_rows(part)
+            if blank is not None:
+                formset_class = list_formset(formset_class.form, extra=blank)
+            section[part.list_name] = formset_class(
+                data,
+                initial=part.initial_rows(document),
+                prefix=part.list_name,
+                form_kwargs=part.form_kwargs(document),
+            )
+        return section
+
+    def build_document(self, document, section, placer):
+        for part in self.parts():
+            items = []
+            placer.section(part.list_name, part.list_name)
+            for position, row in enumerate(list_rows(section[part.list_name])):
+                items.append(part.to_item(row_data(row)))
+                placer.add(f"{part.list_name}[{position}]", row)
+            document[part.list_name] = items
+        return document
+
+    def render_page(self, section, save, **kwargs):
+        errors = kwargs.get("section_errors") or {}
+        self.shown = [
+            {
+                "name": part.list_name,
+                "title": part.page_title.removeprefix("Edit ").capitalize(),
+                "intro": part.intro,
+                "item_label": part.list_name.removesuffix("s").capitalize(),
+                "rows": section[part.list_name],
+                "errors": errors.get(part.list_name, []),
+            }
+            for part in self.parts()
+        ]
+        return super().render_page(section, save, **kwargs)
+
+    def extra_context(self):
+        return {"parts": self.shown}
+
+    def success_url(self, document):
+        return case_url(document["key"], "scope")

@@ -9,7 +9,6 @@ from django.urls import reverse
 
 from claimsdb import choices, public
 from claimsdb.access import VisibleDocument
-from claimsdb.selectors import cases as case_reads
 from claimsdb.selectors import methods as method_reads
 from claimsdb.selectors import revisions as revision_reads
 from claimsdb.selectors import scope as scope_reads
@@ -165,8 +164,8 @@ class SourceCreateView(SourceEditView):
         if self.return_token and self.parked is None:
             messages.warning(
                 request,
-                "The form you came from has expired or was already reopened: this source "
-                "will be saved on its own.",
+                "There is no draft of the form you came from any more (it was saved or "
+                "discarded): this source will be saved on its own.",
             )
         return super().get(request, *args, **kwargs)
 
@@ -197,19 +196,12 @@ class SourceCreateView(SourceEditView):
             return stash.resume_url(self.parked, self.return_token)
         return reverse("source-list")
 
+    def another_url(self, document):
+        # a source made for a form goes back to that form; otherwise, the next source
+        return "" if self.return_token else reverse("source-new")
+
 
 # --- scope rules ----------------------------------------------------------------------------
-
-
-def figure_choices() -> list[tuple[str, str]]:
-    return [
-        (f.figure_id, f"{f.figure_id}: {number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}")
-        for f in scope_reads.all_figures()
-    ]
-
-
-def case_choices() -> list[tuple[str, str]]:
-    return [(key, f"{key} — {title}") for key, title in case_reads.case_keys_and_titles()]
 
 
 def rule_list(request: HttpRequest) -> HttpResponse:
@@ -270,8 +262,6 @@ class RuleEditView(RecordEditView):
                 data,
                 initial=initial,
                 prefix="rule",
-                figure_choices=figure_choices(),
-                case_choices=case_choices(),
             )
         }
 
@@ -299,6 +289,9 @@ class RuleCreateView(RuleEditView):
 
     def cancel_url(self):
         return reverse("rule-list")
+
+    def another_url(self, document):
+        return reverse("rule-new")
 
 
 # --- assessment methods ---------------------------------------------------------------------
