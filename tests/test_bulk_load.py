@@ -18,7 +18,9 @@ from django.utils import timezone
 from claimsdb import synthetic_kb
 from claimsdb.models import (
     Case,
+    Claim,
     ClaimIdReservation,
+    EvidenceLink,
     Relation,
     Revision,
     SearchEntry,
@@ -339,3 +341,28 @@ def test_the_search_index_of_a_load_holds_the_entries_of_its_documents(reviewer,
         ("case", document["key"], "Renamed", document["summary"]),
         *(("claim", c["id"], "", c["statement"]) for c in document["claims"]),
     ]
+
+
+def test_an_edit_of_a_claims_own_fields_rewrites_that_claim_only(reviewer, tmp_path):
+    load(reviewer, write_bundle(tmp_path, 4))
+    key = synthetic_kb.case_key(1)
+    claims = Claim.objects.filter(case__key=key)
+    before = dict(claims.values_list("claim_id", "pk"))
+    links = set(EvidenceLink.objects.filter(claim__case__key=key).values_list("pk", flat=True))
+    document = record_document("case", key)
+    document["claims"][2]["status_note"] = "Re-read."
+    document["claims"][3]["statement"] += " Restated."
+    document["summary"] += " Edited."
+    outcome = case_update(user=reviewer, key=key, document=document, summary="Edit")
+    assert dict(claims.values_list("claim_id", "pk")) == before  # rows kept, not rewritten
+    assert (
+        set(EvidenceLink.objects.filter(claim__case__key=key).values_list("pk", flat=True)) == links
+    )
+    assert record_document("case", key) == document
+    assert outcome.document == document
+    assert len(outcome.revision.changed) == 3  # the two claims' fields and the summary
+    # a claim added or moved rewrites the list
+    document["claims"].reverse()
+    case_update(user=reviewer, key=key, document=document, summary="Reordered")
+    assert record_document("case", key) == document
+    assert dict(claims.values_list("claim_id", "pk")) != before

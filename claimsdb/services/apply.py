@@ -92,8 +92,8 @@ def apply_rules(documents: list[dict[str, Any]]) -> None:
 
 
 def _upsert(model: type[Model], rows: dict[str, dict[str, Any]]) -> dict[str, int]:
-    """Create or update records by key: one read, one insert, one update. Returns the
-    primary key of every record by key.
+    """Create or update records by key: one read, one insert, one ``executemany`` update.
+    Returns the primary key of every record by key.
 
     Rows whose values already match are left alone. New rows are inserted as tuples, with
     primary keys taken from the table's sequence where there is one (``rows.reserve_ids``),
@@ -110,7 +110,7 @@ def _upsert(model: type[Model], rows: dict[str, dict[str, Any]]) -> dict[str, in
         pks[key] = pk
         wanted = rows[key]
         if any(value != wanted[name] for name, value in zip(names, values, strict=True)):
-            changed.append(model(pk=pk, key=key, **wanted))
+            changed.append((pk, key))
     created = [key for key in rows if key not in pks]
     if created:
         ids = reserve_ids(model, len(created))
@@ -125,7 +125,23 @@ def _upsert(model: type[Model], rows: dict[str, dict[str, Any]]) -> dict[str, in
             insert_tuples(model, ["key", *names], [(key, *rows[key].values()) for key in created])
             pks.update(model.objects.filter(key__in=created).values_list("key", "pk"))
     if changed:
-        model.objects.bulk_update(changed, names, batch_size=_BULK)
+        fields = [model._meta.get_field(name) for name in names]
+        quote = connection.ops.quote_name
+        assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)  # type: ignore[union-attr]
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE id = %s",
+                [
+                    (
+                        *(
+                            field.get_db_prep_save(rows[key][field.name], connection)  # type: ignore[union-attr]
+                            for field in fields
+                        ),
+                        pk,
+                    )
+                    for pk, key in changed
+                ],
+            )
     return pks
 
 
@@ -177,6 +193,10 @@ def apply_case_contents(
         CaseTag, ("case", "name"), [(cases[d["key"]], name) for d in tagged for name in d["tags"]]
     )
     claimed, old = changed("claims")
+    kept = [d for d in claimed if _same_claims(current[d["key"]], d)]
+    _update_claims(kept, current)
+    claimed = [d for d in claimed if not _same_claims(current[d["key"]], d)]
+    old = [cases[d["key"]] for d in claimed if current[d["key"]] is not None]
     if old:
         EvidenceLink.objects.filter(claim__case_id__in=old).delete()
         _delete(Claim, "case_id", old)
@@ -207,6 +227,42 @@ def apply_case_contents(
         ]
     )
     return cases
+
+
+# The fields of a claim row that an edit may change in place.
+_CLAIM_TEXT = ("statement", "status", "status_note", "basis", "origin")
+
+
+def _same_claims(current: dict[str, Any] | None, document: dict[str, Any]) -> bool:
+    """Whether the document lists the same claims, in the same order and with the same
+    evidence, as the live one: then only the claims' own fields can differ."""
+    if current is None or len(current["claims"]) != len(document["claims"]):
+        return False
+    return all(
+        old["id"] == new["id"] and old["evidence"] == new["evidence"]
+        for old, new in zip(current["claims"], document["claims"], strict=True)
+    )
+
+
+def _update_claims(
+    documents: list[dict[str, Any]], current: dict[str, dict[str, Any] | None]
+) -> None:
+    """Write in place the claims whose own fields changed (a status note, a statement),
+    keeping their rows and evidence links: one ``executemany`` for all of them."""
+    rows = [
+        (*(new[name] for name in _CLAIM_TEXT), new["id"])
+        for d in documents
+        for old, new in zip(current[d["key"]]["claims"], d["claims"], strict=True)  # type: ignore[index]
+        if any(old[name] != new[name] for name in _CLAIM_TEXT)
+    ]
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(name)} = %s" for name in _CLAIM_TEXT)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {quote(Claim._meta.db_table)} SET {assignments} WHERE claim_id = %s", rows
+        )
 
 
 _CLAIM_COLUMNS = (
