@@ -127,12 +127,19 @@ def reserve_ids(model: type[Model], count: int) -> list[int] | None:
         return [pk for (pk,) in cursor.fetchall()]
 
 
+# A few rows (the revisions of one edit) go in with an INSERT that returns their primary
+# keys, which costs one round trip where a COPY and reading the keys back cost two.
+RETURNING_UP_TO = 16
+
+
 def insert_rows(model: type[Model], objects: Iterable[Model]) -> list[Model]:
     """Insert unsaved model instances (their non-generated fields, as ``pre_save`` gives
-    them); returns them, without primary keys on PostgreSQL."""
+    them); returns them, with primary keys unless more than ``RETURNING_UP_TO`` were
+    copied into PostgreSQL."""
     objects = list(objects)
-    if connection.vendor != "postgresql":
-        return model.objects.bulk_create(objects)  # returns primary keys there
+    if connection.vendor != "postgresql" or len(objects) <= RETURNING_UP_TO:
+        # one INSERT … RETURNING: the rows and their primary keys in one round trip
+        return model.objects.bulk_create(objects)
     fields = [f for f in model._meta.concrete_fields if not f.primary_key and not f.generated]
     insert_tuples(
         model,
