@@ -13,11 +13,23 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from claimsdb import synthetic_kb
-from claimsdb.models import Case, ClaimIdReservation, Relation, Revision, Source
+from claimsdb.models import (
+    Case,
+    Claim,
+    ClaimIdReservation,
+    EvidenceLink,
+    Relation,
+    Revision,
+    SearchEntry,
+    SearchScope,
+    Source,
+)
 from claimsdb.records import RuleViolations, bundle_document, dumps_pretty, record_document
-from claimsdb.services import bundle_load_file, case_update
+from claimsdb.services import bundle_load_file, case_update, ledger, rows
+from claimsdb.services.search_index import case_entries, source_entry
 
 from .support import queries_of
 
@@ -255,3 +267,102 @@ def test_the_outline_finds_duplicates_and_links_exactly_whatever_the_hashes(
     assert load(reviewer, save(tmp_path, bundle, "unique.json"), batch_size=3) == 8 + 10 + 1
     for document in cases:
         assert record_document("case", document["key"]) == document
+
+
+# -- how rows are written: the same rows, documents, revisions and hashes either way ------
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def _loaded_state(user, path: Path) -> dict:
+    """A load of ``path``, then everything it wrote that does not depend on primary keys
+    (documents, revisions with their hashes, search entries, reserved claim IDs); rolled
+    back, so that the next load starts from the same ledger."""
+    state: dict = {}
+    try:
+        with transaction.atomic():
+            load(user, path, batch_size=3)
+            state["export"] = dumps_pretty(bundle_document())
+            state["revisions"] = list(
+                Revision.objects.order_by("number").values_list(
+                    "number", "record_kind", "record_key", "action", "snapshot",
+                    "snapshot_sha256", "previous_hash", "chain_hash", "changed", "dated_on",
+                )
+            )  # fmt: skip
+            state["search"] = sorted(
+                SearchEntry.objects.values_list(
+                    "scope", "kind", "key", "case_key", "status", "source_kind", "title", "text",
+                    "revision",
+                )
+            )  # fmt: skip
+            state["reserved"] = sorted(
+                ClaimIdReservation.objects.values_list("claim_id", "case_key")
+            )
+            raise _RolledBack
+    except _RolledBack:
+        pass
+    return state
+
+
+@pytest.mark.postgres(reason="binary COPY is PostgreSQL's")
+def test_binary_copy_and_plain_inserts_write_the_same_ledger(reviewer, tmp_path, monkeypatch):
+    path = write_bundle(tmp_path, 9)
+    moment = timezone.now()
+    monkeypatch.setattr(ledger.timezone, "now", lambda: moment)  # the same hashed times
+    copied = _loaded_state(reviewer, path)
+    monkeypatch.setattr(rows, "BINARY_COPY", False)
+    inserted = _loaded_state(reviewer, path)
+    assert len(copied["revisions"]) == 9 + 10 + 1
+    assert copied == inserted
+    assert copied["export"] == path.read_text(encoding="utf-8")
+
+
+def test_the_search_index_of_a_load_holds_the_entries_of_its_documents(reviewer, tmp_path):
+    path = write_bundle(tmp_path, 6)
+    load(reviewer, path)
+    bundle = json.loads(path.read_text(encoding="utf-8"))
+    expected = [
+        *(e for d in bundle["cases"] for e in case_entries(d, scope=SearchScope.WORKING)),
+        *(source_entry(d, scope=SearchScope.WORKING) for d in bundle["sources"]),
+    ]
+    fields = ("scope", "kind", "key", "case_key", "status", "source_kind", "title", "text")
+    assert sorted(SearchEntry.objects.values_list(*fields, "revision")) == sorted(
+        (*(getattr(e, name) for name in fields), None) for e in expected
+    )
+    # an edit re-indexes the case from what it now holds
+    document = record_document("case", synthetic_kb.case_key(1))
+    document["title"] = "Renamed"
+    document["claims"][0]["statement"] = "Restated."
+    case_update(user=reviewer, key=document["key"], document=document, summary="Edit")
+    entries = SearchEntry.objects.filter(case_key=document["key"])
+    assert sorted(entries.values_list("kind", "key", "title", "text")) == [
+        ("case", document["key"], "Renamed", document["summary"]),
+        *(("claim", c["id"], "", c["statement"]) for c in document["claims"]),
+    ]
+
+
+def test_an_edit_of_a_claims_own_fields_rewrites_that_claim_only(reviewer, tmp_path):
+    load(reviewer, write_bundle(tmp_path, 4))
+    key = synthetic_kb.case_key(1)
+    claims = Claim.objects.filter(case__key=key)
+    before = dict(claims.values_list("claim_id", "pk"))
+    links = set(EvidenceLink.objects.filter(claim__case__key=key).values_list("pk", flat=True))
+    document = record_document("case", key)
+    document["claims"][2]["status_note"] = "Re-read."
+    document["claims"][3]["statement"] += " Restated."
+    document["summary"] += " Edited."
+    outcome = case_update(user=reviewer, key=key, document=document, summary="Edit")
+    assert dict(claims.values_list("claim_id", "pk")) == before  # rows kept, not rewritten
+    assert (
+        set(EvidenceLink.objects.filter(claim__case__key=key).values_list("pk", flat=True)) == links
+    )
+    assert record_document("case", key) == document
+    assert outcome.document == document
+    assert len(outcome.revision.changed) == 3  # the two claims' fields and the summary
+    # a claim added or moved rewrites the list
+    document["claims"].reverse()
+    case_update(user=reviewer, key=key, document=document, summary="Reordered")
+    assert record_document("case", key) == document
+    assert dict(claims.values_list("claim_id", "pk")) != before

@@ -29,6 +29,25 @@ def test_pretty_and_compact_forms():
     assert dumps_compact(document) == '{"a":"é","b":[1,2]}'
 
 
+@pytest.mark.parametrize(
+    ("value", "compact"),
+    [
+        (1e-07, "1e-07"),  # Python's exponent form, two digits at least (not 1e-7)
+        (1e16, "1e+16"),
+        (0.1, "0.1"),
+        (2**70, "1180591620717411303424"),  # integers of any size, exactly
+        ("é\u2028\x7f\x00", '"é\u2028\x7f\\u0000"'),  # only control characters escaped
+    ],
+)
+def test_the_compact_form_of_numbers_and_text(value, compact):
+    """Snapshots and chain hashes are these bytes: a faster encoder must give them too
+    (orjson, for one, writes 1e-7 and refuses integers beyond 64 bits)."""
+    assert dumps_compact(value) == compact
+    assert dumps_compact(value) == json.dumps(
+        value, separators=(",", ":"), sort_keys=True, ensure_ascii=False
+    )
+
+
 def test_seed_file_is_in_canonical_form(seed_bundle):
     assert dumps_pretty(seed_bundle) == SEED_PATH.read_text(encoding="utf-8")
 

@@ -24,7 +24,7 @@ from claimsdb.services import bundle_load, case_update, writer
 from claimsdb.services.writer import RecordWrite, write_records
 
 from . import support
-from .support import load_seed_bundle, new_case
+from .support import bundle_of, load_seed_bundle, new_case, relate
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +37,7 @@ SOURCES = [s for s in SEED["sources"] if s["key"] in ASSESSMENT["evidence_basis"
 # -- the reference: the whole-knowledge-base check the write path used to run ----------
 
 
-def reference_baseline(writes: list[RecordWrite]) -> set[RuleViolation]:
+def reference_baseline(writes: list[RecordWrite], previous=None) -> set[RuleViolation]:
     return set(run_scope_rules(ScopeState.load(None)))
 
 
@@ -694,3 +694,35 @@ def test_the_scope_scan_holds_a_batch_and_costs_fixed_queries_per_batch(reviewer
         assert large <= 1.5 * small, (small, large)
     # 90 more cases are 18 more batches: the same queries each time
     assert q3 - q2 == q2 - q1 > 0, (q1, q2, q3)
+
+
+# -- the baseline of a change is loaded only for the cases that exist --------------------
+
+
+def test_the_scope_baseline_is_loaded_only_for_cases_that_exist(reviewer, monkeypatch):
+    loaded: list[set[str]] = []
+    real = writer.load_scoped
+
+    def recording(cases, **options):
+        loaded.append(set(cases))
+        return real(cases, **options)
+
+    monkeypatch.setattr(writer, "load_scoped", recording)
+    # two new cases related to each other: nothing existed, no baseline to load
+    bundle_load(
+        user=reviewer,
+        bundle=bundle_of([relate(new_case(A), B, "same_event"), new_case(B)]),
+        summary="New",
+    )
+    assert loaded == [{A, B}]  # the check after the change only
+    loaded.clear()
+    # a new case joining their event: the baseline holds the two that exist
+    bundle_load(
+        user=reviewer,
+        bundle={**bundle_of([relate(new_case(C), A, "same_event")]), "cases": [
+            relate(new_case(C), A, "same_event"),
+            relate(relate(record_document("case", A), B, "same_event"), C, "same_event"),
+        ]},
+        summary="Joined",
+    )  # fmt: skip
+    assert loaded == [{A, B}, {A, B, C}]

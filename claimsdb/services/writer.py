@@ -126,7 +126,7 @@ def write_records(
         head = lock_head()
         previous = _check_existence_and_staleness(ordered)
         _validate_fields(ordered, previous, _ready_violations(user, ordered, previous))
-        before = _scope_violations(ordered)
+        before = _scope_violations(ordered, previous)
         partners = _apply(ordered, previous)
         if before_apply is not None:
             before_apply()
@@ -404,15 +404,26 @@ class ScopeBaseline:
     violations: frozenset[RuleViolation]
 
 
-def _scope_violations(writes: list[RecordWrite]) -> ScopeBaseline:
+def _scope_violations(writes: list[RecordWrite], previous: Previous | None = None) -> ScopeBaseline:
     """The baseline for ``_check_scope``: only the cases the change can affect are loaded
-    (``rules.scoped``), so the cost follows the change, not the knowledge base."""
+    (``rules.scoped``), so the cost follows the change, not the knowledge base.
+
+    A case that does not exist yet (``previous`` holds no document for it) has no rows, so
+    no violations and no relations that could join other cases' events: the baseline is
+    loaded for the affected cases that exist, and not at all if there are none (a load
+    into an empty knowledge base)."""
     cases = affected_cases(
         cases={w.key: w.document for w in writes if w.kind == "case"},
         rules={w.key: w.document for w in writes if w.kind == "rule"},
     )
-    state = load_scoped(cases)
-    return ScopeBaseline(frozenset(cases), frozenset(run_scope_rules(state)))
+    new = {
+        w.key
+        for w in writes
+        if w.kind == "case" and previous is not None and previous[("case", w.key)][0] is None
+    }
+    existing = cases - new
+    violations = run_scope_rules(load_scoped(existing)) if existing else []
+    return ScopeBaseline(frozenset(cases), frozenset(violations))
 
 
 def _check_scope(writes: list[RecordWrite], before: ScopeBaseline) -> None:

@@ -1,0 +1,113 @@
+"""The write rows of the scale benchmark alone, for one or more checkouts, interleaved.
+
+Runs ``bench/scale.py``'s own measurements (its ``--child`` processes) and nothing else:
+``load_records`` of a synthetic knowledge base against the COPY of the rows it wrote, and
+one case update (median of ``--repeats``) against writing its rows and one revision raw.
+Each checkout named (a directory holding claimsdb, e.g. an ``git archive`` of a commit)
+loads its own copy of the same bundle, in the order given, so that code before and after
+a change is measured in one run on the same machine, and the ratios of each can be
+compared even when the machine's load moves its times::
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/claimsdb python bench/writes.py \\
+        --cases 2000 /tmp/after /tmp/before /tmp/after /tmp/before
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.harness import Databases, log, postgres_url, setup_django  # noqa: E402
+
+USER = "bench-reviewer"  # bench/scale.py's reviewer
+
+
+def child(checkout: str, url: str, kind: str, *args: object) -> dict:
+    """One of ``bench/scale.py``'s measurements, run with ``checkout``'s code."""
+    result = subprocess.run(
+        [sys.executable, f"{checkout}/bench/scale.py", "--child", kind, json.dumps(list(args))],
+        env={**os.environ, "DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode:
+        raise SystemExit(f"{kind} failed with {checkout}:\n{result.stderr[-4000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkouts", nargs="*", default=[str(ROOT)], help="default: this one")
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=1)
+    options = parser.parse_args()
+    url = postgres_url("bench/writes.py", "it measures PostgreSQL")
+    base = urlsplit(url).path.lstrip("/") or "claimsdb"
+    dbs = Databases(url, f"{base}_writes_{os.getpid()}")
+    results = []
+    try:
+        setup_django()
+        from django.contrib.auth.models import Group, User
+        from django.db import connection
+
+        from claimsdb import synthetic_kb
+
+        dbs.migrated("template")
+        User.objects.create_user(USER).groups.add(Group.objects.get(name="reviewer"))
+        template = connection.settings_dict["NAME"]
+        connection.close()
+        with tempfile.TemporaryDirectory(prefix="claimsdb-writes-") as folder:
+            bundle = Path(folder) / "kb.json"
+            records = synthetic_kb.write_bundle(bundle, cases=options.cases, seed=options.seed)[
+                "records"
+            ]
+            key = synthetic_kb.case_key(min(1000, options.cases) // 2)
+            for n, checkout in enumerate(options.checkouts):
+                db = dbs.copy(f"run{n}", template)
+                log(f"{checkout}: load_records of {options.cases:,} cases ({records:,} records) …")
+                load = child(
+                    checkout, db, "command", "load_records", [str(bundle)],
+                    {"user": USER, "summary": "Benchmark load"}, "timed",
+                )  # fmt: skip
+                floor = child(checkout, db, "load_floor")
+                dbs.analyze(db)
+                update = child(checkout, db, "update", key, options.repeats)
+                raw = child(checkout, db, "update_floor", key, options.repeats)
+                rate, copy_rate = records / load["seconds"], records / floor["seconds"]
+                median, raw_median = (statistics.median(m["times"]) for m in (update, raw))
+                results.append(
+                    {
+                        "checkout": checkout,
+                        "load rec/s": round(rate, 1),
+                        "COPY rec/s": round(copy_rate, 1),
+                        "load / COPY": round(rate / copy_rate, 3),
+                        "update ms": round(median * 1000, 1),
+                        "raw ms": round(raw_median * 1000, 1),
+                        "update / raw": round(median / raw_median, 2),
+                        "update queries": update["queries"],
+                    }
+                )
+                log(json.dumps(results[-1]))
+                dbs.drop(f"run{n}")
+    finally:
+        dbs.drop_all()
+    columns = list(results[0]) if results else []
+    print("  ".join(columns))
+    for row in results:
+        print("  ".join(str(row[c]) for c in columns))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
