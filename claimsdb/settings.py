@@ -106,6 +106,9 @@ INSTALLED_APPS = [
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 IMPORT_SPOOL_DIR = os.environ.get("IMPORT_SPOOL_DIR", str(BASE_DIR / "var" / "imports"))
 IMPORT_BACKGROUND_BYTES = int(os.environ.get("IMPORT_BACKGROUND_BYTES", str(8 * 1024 * 1024)))
+# A file to which each write appends its time and the time it held the ledger lock
+# (docs/write-path.md, "Measuring the critical section"); empty: nothing is logged.
+WRITE_TIMING_LOG = os.environ.get("CLAIMSDB_WRITE_TIMING", "")
 
 MIDDLEWARE = [
     # probes first: no login, no HTTPS redirect, no host check (docs/operations.md)

@@ -8,7 +8,7 @@ from .cases import Attribution, Case, CaseTag, Control, Figure, Relation, Unknow
 from .claims import Claim, ClaimIdReservation, EvidenceLink
 from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
 from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
-from .revisions import LedgerHead, Revision
+from .revisions import LedgerHead, Revision, WriteFootprint
 from .scope import ScopeRule
 from .search import SearchEntry, SearchKind, SearchScope
 from .sources import Source
@@ -42,4 +42,5 @@ __all__ = [
     "Source",
     "TrialRow",
     "Unknown",
+    "WriteFootprint",
 ]
