@@ -37,6 +37,13 @@ Every figure is a ratio of two measurements made in the same run, on throwaway d
   rates; the peak memory of every command at the two large sizes, each in its own child
   process: ``tracemalloc`` peak (in a separate traced run) and ``ru_maxrss``.
 
+* write throughput through gunicorn (4 workers × 2 threads, as ``make serve`` runs it) at
+  ``--small-cases``: 1, 2, 4 and 8 concurrent clients PUTting their own case with
+  ``If-Match``, ``--write-rounds`` interleaved rounds of ``--write-seconds`` each, against
+  a hand-written floor (lock the head row, update a case row, insert a revision with a
+  real snapshot, its SHA-256 and chain hash), and the share of a write's time it holds
+  the ledger lock, as the server logs it (bench/throughput.py); a table of its own.
+
 ``--profile`` adds a cProfile of one case update at the largest size below the table.
 The exit status is 0 when the run completed (``--strict``: only when every target is met).
 """
@@ -87,7 +94,16 @@ SEARCH_TABLES = {
     "claim": "bench_claim_text",
     "source": "bench_source_text",
 }
-QUICK = {"cases": 24, "small_cases": 12, "update_cases": 12, "revisions": 400, "repeats": 3}
+QUICK = {
+    "cases": 24,
+    "small_cases": 12,
+    "update_cases": 12,
+    "revisions": 400,
+    "repeats": 3,
+    "write_rounds": 1,
+    "write_seconds": 1.0,
+}
+WRITERS = [1, 2, 4, 8]  # concurrent writers of the throughput table
 
 
 # --- child processes: one measurement each ------------------------------------------------
@@ -512,6 +528,44 @@ def child_update_floor(key: str, repeats: int) -> dict:
 
 
 @child
+def child_throughput(writers: list[int], rounds: int, seconds: float, port: int) -> dict:
+    """Write throughput through gunicorn at each number of writers, against its floor
+    (bench/throughput.py), on the knowledge base at DATABASE_URL."""
+    setup_django()
+    from django.contrib.auth.models import User
+    from rest_framework.authtoken.models import Token
+
+    from bench import throughput
+    from claimsdb import synthetic_kb
+    from claimsdb.models import Case
+
+    token = Token.objects.get_or_create(user=User.objects.get(username=USER))[0].key
+    count = Case.objects.count()
+    # synthetic cases are related within blocks of four: each writer gets a block of its
+    # own, as far from the others as the knowledge base allows (so no two writes' scope
+    # checks meet), and each floor client a case of yet another block
+    blocks = count // 4
+    if blocks >= 2 * max(writers):
+        spread = blocks // (2 * max(writers))
+        keys = [synthetic_kb.case_key(4 * 2 * i * spread) for i in range(max(writers))]
+        floor = [synthetic_kb.case_key(4 * (2 * i + 1) * spread) for i in range(max(writers))]
+    else:
+        keys = [synthetic_kb.case_key(i) for i in range(max(writers))]
+        floor = [synthetic_kb.case_key(max(writers) + i) for i in range(max(writers))]
+    results = throughput.measure(
+        os.environ["DATABASE_URL"],
+        token,
+        keys,
+        floor,
+        writers,
+        rounds,
+        seconds,
+        port or throughput.free_port(),
+    )
+    return {"table": throughput.summary(results), "cases": count}
+
+
+@child
 def child_reads(key: str, word: str, repeats: int) -> dict:
     """The case API, the case list page and a search, each against its raw floor."""
     setup_django()
@@ -930,6 +984,17 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
     verify_floor = run_child(urls["big"], "verify_floor")
     export_size = (folder / "export-big.json").stat().st_size
 
+    # writers need a block of cases each, and the floor another: a quick run's smallest
+    # knowledge base has too few
+    writes_name = "small" if small_n >= 64 else "big"
+    writes_url = dbs.copy("writes", f"{dbs.prefix}_{writes_name}")
+    log(f"write throughput through gunicorn at {sizes[writes_name]:,} cases, "
+        f"{WRITERS} writers, {o.write_rounds} rounds of {o.write_seconds:g} s …")  # fmt: skip
+    writes = run_child(writes_url, "throughput", WRITERS, o.write_rounds, o.write_seconds,
+                       o.port)  # fmt: skip
+    dbs.drop("writes")
+    o.throughput = (sizes[writes_name], writes["table"])
+
     rows: list[Row] = []
     med = statistics.median
     u_small, u_big = med(update_small["times"]), med(update_big["times"])
@@ -989,9 +1054,34 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
         rows.append(Row(f"{label} peak memory (ru_maxrss), {big_n:,} vs {small_n:,}",
                         mib(big_r["maxrss"]), mib(small_r["maxrss"]),
                         big_r["maxrss"] / small_r["maxrss"], "≤ 1.5"))  # fmt: skip
+    table = writes["table"]
+    one, four = table["1"], table["4"]
+    rows.append(Row(f"writes/s at 4 vs 1 concurrent writers ({sizes[writes_name]:,} cases, "
+                    "gunicorn)", rate(four["rate"], "writes"), rate(one["rate"], "writes"),
+                    four["rate"] / one["rate"], "≥ 1.7"))  # fmt: skip
+    rows.append(Row("ledger lock held, share of a write's time (1 writer, median ms)",
+                    ms(one["held_ms"] / 1000), ms(one["write_ms"] / 1000),
+                    one["held_share"], "≤ 0.15"))  # fmt: skip
     if o.profile:
         o.profile_text = Path(profile).read_text(encoding="utf-8")
     return rows
+
+
+def format_throughput(cases: int, table: dict[str, dict[str, float]]) -> str:
+    """The write-throughput table: per number of concurrent writers, through gunicorn."""
+    head = ("concurrent writers", "writes/s (median)", "p95", "floor writes/s",
+            "claimsdb / floor", "lock held (share)")  # fmt: skip
+    cells = [
+        (n, f"{e['rate']:,.1f}", ms(e["p95"]), f"{e['floor']:,.0f}",
+         f"{e['rate'] / e['floor']:.3f}", f"{e['held_share']:.2f}")
+        for n, e in table.items()
+    ]  # fmt: skip
+    widths = [max(len(c[i]) for c in [head, *cells]) for i in range(len(head))]
+    lines = ["  ".join(c[i].rjust(widths[i]) for i in range(len(head))) for c in [head, *cells]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return f"Write throughput at {cases:,} cases (PUT with If-Match, distinct cases):\n" + (
+        "\n".join(lines)
+    )
 
 
 def main() -> int:
@@ -1004,6 +1094,18 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--users", type=int, default=10, help="concurrent users of the two lists' server"
+    )
+    parser.add_argument(
+        "--write-rounds", type=int, default=3, help="interleaved rounds of the write throughput"
+    )
+    parser.add_argument(
+        "--write-seconds", type=float, default=8.0, help="seconds of writing per measurement"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("BENCH_PORT", "0")),
+        help="gunicorn's port for the write throughput (default: BENCH_PORT, else a free one)",
     )
     parser.add_argument("--quick", action="store_true", help="a small run (about a minute)")
     parser.add_argument("--profile", action="store_true", help="cProfile one case update")
@@ -1043,6 +1145,8 @@ def main() -> int:
     )
     print(format_table(rows))
     print(LEGEND)
+    print()
+    print(format_throughput(*options.throughput))
     missed = [r for r in rows if r.met == "NOT MET"]
     judged = [r for r in rows if r.met != "–"]
     if options.profile:

@@ -126,6 +126,9 @@ WORKER_RECONNECT_SECONDS = (0.5, 30.0)
 # themselves. Never kept with the backups.
 BACKUP_KEY_FILE = os.environ.get("BACKUP_KEY_FILE", "")
 BACKUP_KEY = os.environ.get("BACKUP_KEY", "")
+# A file to which each write appends its time and the time it held the ledger lock
+# (docs/write-path.md, "Measuring the critical section"); empty: nothing is logged.
+WRITE_TIMING_LOG = os.environ.get("CLAIMSDB_WRITE_TIMING", "")
 
 MIDDLEWARE = [
     # probes first: no login, no HTTPS redirect, no host check (docs/operations.md)

@@ -27,6 +27,8 @@ MEASURES = (
     "publish_release rate at 24 vs 12 cases",
     "export_records rate at 24 vs 12 cases",
     "check_rules rate at 24 vs 12 cases",
+    "writes/s at 4 vs 1 concurrent writers (24 cases, gunicorn)",
+    "ledger lock held, share of a write's time (1 writer, median ms)",
     *(
         f"{command} peak memory ({kind}), 24 vs 12"
         for command in (
@@ -105,7 +107,14 @@ def test_quick_run_prints_every_row_and_drops_its_databases(traced):
         (row,) = rows
         # value, baseline, a ratio and a verdict, all measured
         assert re.search(r"\s\d+\.\d\d\s+(≤ [\d.]+|≥ [\d.]+|–)\s+(met|NOT MET|–)$", row), row
-    assert re.fullmatch(rf"\d+ of {19 if traced else 14} targets met", lines[-1])
+    assert re.fullmatch(rf"\d+ of {21 if traced else 16} targets met", lines[-1])
+    # the write-throughput table: a row per number of concurrent writers, all measured
+    at = lines.index("Write throughput at 24 cases (PUT with If-Match, distinct cases):")
+    assert lines[at + 1].split()[:2] == ["concurrent", "writers"]
+    for writers, line in zip(("1", "2", "4", "8"), lines[at + 3 : at + 7], strict=True):
+        cells = line.split()
+        assert cells[0] == writers, line
+        assert float(cells[1].replace(",", "")) > 0 and float(cells[-1]) > 0, line
     # each measurement is logged as it is made, for a run that is cut short
     assert re.search(r"load_records: 24 cases .*\n.*  seconds [\d.]+, maxrss", result.stderr)
     (prefix,) = re.findall(r"migrating the template database (\S+)_template", result.stderr)

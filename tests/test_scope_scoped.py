@@ -37,11 +37,15 @@ SOURCES = [s for s in SEED["sources"] if s["key"] in ASSESSMENT["evidence_basis"
 # -- the reference: the whole-knowledge-base check the write path used to run ----------
 
 
-def reference_baseline(writes: list[RecordWrite], previous=None) -> set[RuleViolation]:
-    return set(run_scope_rules(ScopeState.load(None)))
+def reference_baseline(writes: list[RecordWrite], previous=None) -> writer.ScopeBaseline:
+    """Every case's violations (the read set it adds is left to the scoped check)."""
+    return writer.ScopeBaseline(frozenset(), frozenset(run_scope_rules(ScopeState.load(None))))
 
 
-def reference_check_scope(writes: list[RecordWrite], before: set[RuleViolation]) -> None:
+def reference_check_scope(
+    writes: list[RecordWrite], baseline: writer.ScopeBaseline
+) -> frozenset[str]:
+    before = baseline.violations
     state = ScopeState.load(None)
     written_cases = {w.key: w for w in writes if w.kind == "case"}
     written_rules = {w.key: w for w in writes if w.kind == "rule"}
@@ -64,6 +68,7 @@ def reference_check_scope(writes: list[RecordWrite], before: set[RuleViolation])
                 problems.append(writer._as_rule_conflict(violation, written_rules))
     if problems:
         raise RuleViolations(writer._unique(problems))
+    return frozenset()
 
 
 @contextmanager
@@ -79,7 +84,7 @@ def unchecked_scope():
     """Lets the generator store knowledge bases that already break scope rules, so that
     old problems elsewhere (which a change must not be refused for) are exercised too."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(writer, "_check_scope", lambda writes, before: None)
+        patch.setattr(writer, "_check_scope", lambda writes, before: frozenset())
         yield
 
 

@@ -10,7 +10,7 @@ from .claims import Claim, ClaimIdReservation, EvidenceLink
 from .drafts import FormDraft
 from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
 from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
-from .revisions import LedgerHead, Revision
+from .revisions import LedgerHead, Revision, WriteFootprint
 from .scope import ScopeRule
 from .search import SearchEntry, SearchKind, SearchScope
 from .sources import Source
@@ -45,4 +45,5 @@ __all__ = [
     "Source",
     "TrialRow",
     "Unknown",
+    "WriteFootprint",
 ]

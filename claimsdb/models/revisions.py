@@ -57,3 +57,25 @@ class Revision(models.Model):
 
     def __str__(self) -> str:
         return f"revision {self.number} ({self.record_kind} {self.record_key})"
+
+
+class WriteFootprint(models.Model):
+    """A record that a committed write changed or whose checks it depended on.
+
+    A write that checks its change before taking the ledger lock validates, under the lock,
+    that no write committed since it began has a footprint among the records it read
+    (docs/write-path.md, "The critical section"). ``number`` is the last revision number of
+    the write that left the footprint. Footprints older than the window a write may take
+    are deleted (``services.footprints``); they are not part of the ledger.
+    """
+
+    number = models.PositiveBigIntegerField()
+    record_kind = models.CharField(max_length=16, choices=RecordKind.choices)
+    record_key = models.CharField(max_length=100)
+
+    class Meta:
+        # validation asks for the footprints of the few writes committed after a number
+        indexes = [models.Index(fields=["number"], name="writefootprint_number_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.record_kind} {self.record_key} at revision {self.number}"

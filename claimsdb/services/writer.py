@@ -2,22 +2,32 @@
 
 Every service (``case_update``, ``bundle_load``, ``revision_revert``, the importer…)
 describes its change as a list of ``RecordWrite`` and hands it to ``write_records``, which
-does the rest in one transaction under the ledger lock.
+does the rest in one transaction: on PostgreSQL it checks the change before taking the
+ledger lock and, under it, validates that nothing it read has changed, then appends the
+revisions (docs/write-path.md, "The critical section"); on SQLite the lock comes first.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 
 from claimsdb.codes import ClaimCode, DocumentCode, FigureCode, RevisionCode, ScopeCode, StatusCode
-from claimsdb.models import Assessment, AssessmentMethod, Case, Figure, LedgerHead, Revision
+from claimsdb.models import (
+    Assessment,
+    AssessmentMethod,
+    Case,
+    Figure,
+    LedgerHead,
+    Revision,
+    ScopeRule,
+)
 from claimsdb.records import (
     RecordExists,
     RecordNotFound,
@@ -37,9 +47,10 @@ from claimsdb.rules.context import case_contexts as load_case_contexts
 from claimsdb.rules.scope import bridge_hits, non_attribution_hits
 from claimsdb.rules.scoped import affected_cases, load_scoped
 
-from . import apply, lookups
+from . import apply, footprints, lookups
 from .ledger import RevisionChain, lock_head
 from .permissions import has_role, require_role
+from .timing import WriteTimer
 
 RecordId = tuple[str, str]  # (kind, key)
 # Each written record's live document and latest revision before the change (None: none).
@@ -106,9 +117,8 @@ def write_records(
     run rows inside the same transaction, after validation and before the revision.
     """
     summary = (summary or "").strip()
-    # Nothing before the ledger lock reads a record another writer could change: the
-    # role, the summary and the order of the writes depend on the request alone, so a
-    # refused request never waits for the lock (docs/write-path.md).
+    # The role, the summary and the order of the writes depend on the request alone: a
+    # request refused for them reads no record (docs/write-path.md).
     for kind in {w.kind for w in writes}:
         require_role(user, role or record_kinds.get(kind).write_role, f"changing a {kind}")
     if not summary:
@@ -122,20 +132,190 @@ def write_records(
             ]
         )
     ordered = sorted(writes, key=lambda w: record_kinds.get(w.kind).write_rank)
-    with transaction.atomic():
-        head = lock_head()
-        previous = _check_existence_and_staleness(ordered)
-        _validate_fields(ordered, previous, _ready_violations(user, ordered, previous))
-        before = _scope_violations(ordered, previous)
-        partners = _apply(ordered, previous)
-        if before_apply is not None:
-            before_apply()
-        _check_scope(ordered, before)
-        live = _check_round_trip(ordered)
-        partners -= {w.key for w in ordered if w.kind == "case"}
-        return _append_revisions(
-            head, user, ordered, previous, live, partners, summary=summary, material=material
-        )
+    change = _Change(user, ordered, summary, material, before_apply, WriteTimer())
+    try:
+        if _checked_outside_the_lock(ordered, before_apply):
+            for _ in range(OPTIMISTIC_ATTEMPTS):
+                try:
+                    return _write_checked_first(change)
+                except _Retry:
+                    continue
+        # SQLite's single writer, the writes checked under the lock by their nature, and
+        # a write that lost its validation OPTIMISTIC_ATTEMPTS times: the lock first.
+        for attempt in range(LOCKED_ATTEMPTS):
+            try:
+                return _write_under_the_lock(change)
+            except OperationalError as error:
+                # holding the lock, it waited for a row that a writer waiting for the lock
+                # had written: PostgreSQL ends one of the two
+                deadlock = getattr(error.__cause__, "sqlstate", None) == "40P01"
+                if not deadlock or attempt == LOCKED_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+    finally:
+        change.timer.done()
+
+
+# How often a write checked outside the lock is run again when something it read changed
+# before it took the lock (or it met a concurrent writer in the database), before it runs
+# once more with the lock held throughout, which always completes.
+OPTIMISTIC_ATTEMPTS = 5
+# How often a write holding the lock throughout is run again after a deadlock.
+LOCKED_ATTEMPTS = 3
+# A change of more records than this (a bundle load) is checked under the lock: its read
+# set would be large and most concurrent writes would meet it.
+OPTIMISTIC_MAX_RECORDS = 50
+# Methods are checked against every assessment using them, which no read set names.
+_LOCKED_KINDS = frozenset({"method"})
+# Deadlock, serialization failure, unique violation: a concurrent writer got there first.
+_RETRIED_SQLSTATES = frozenset({"40P01", "40001", "23505"})
+
+
+@dataclass
+class _Change:
+    user: User
+    writes: list[RecordWrite]
+    summary: str
+    material: bool
+    before_apply: Any
+    timer: WriteTimer
+
+
+class _Retry(Exception):
+    """Something the write read changed before it took the lock: roll back, run again."""
+
+
+def _checked_outside_the_lock(
+    writes: list[RecordWrite], before_apply: Callable[[], object] | None
+) -> bool:
+    return (
+        connection.vendor == "postgresql"
+        and before_apply is None
+        and len(writes) <= OPTIMISTIC_MAX_RECORDS
+        and not any(w.kind in _LOCKED_KINDS for w in writes)
+    )
+
+
+def _write_under_the_lock(change: _Change) -> list[WriteOutcome]:
+    """Everything under the ledger lock, from the first read to the commit."""
+    try:
+        with transaction.atomic():
+            head = lock_head()
+            change.timer.locked()
+            reads = _ReadSet(change.writes)
+            checked = _check(change, reads)
+            return _commit(change, head, checked, reads)
+    finally:
+        change.timer.released()
+
+
+def _write_checked_first(change: _Change) -> list[WriteOutcome]:
+    """Read and check without the ledger lock, then, under it, validate and append.
+
+    The rows of the records written, locked first (in key order), make writers of the
+    same record wait for one another rather than fail validation.
+    """
+    try:
+        with transaction.atomic():
+            _lock_written(change.writes)
+            start = footprints.head_number()
+            reads = _ReadSet(change.writes)
+            try:
+                checked = _check(change, reads)
+            except (RuleViolations, RecordNotFound):
+                # refused on what it read: unless that changed meanwhile, the refusal is
+                # the one the write would have had under the lock
+                if footprints.changed_since(start, reads.records):
+                    raise _Retry from None
+                raise
+            head = lock_head()
+            change.timer.locked()
+            if footprints.changed_since(start, reads.records, head=head.number):
+                raise _Retry
+            return _commit(change, head, checked, reads)
+    except (IntegrityError, OperationalError) as error:
+        if getattr(error.__cause__, "sqlstate", None) in _RETRIED_SQLSTATES:
+            raise _Retry from error
+        raise
+    finally:
+        change.timer.released()
+
+
+def _lock_written(writes: list[RecordWrite]) -> None:
+    """Lock the rows of the existing cases and rules written, in key order."""
+    for kind, model in (("case", Case), ("rule", ScopeRule)):
+        keys = sorted(w.key for w in writes if w.kind == kind)
+        if keys:
+            list(
+                model.objects.select_for_update()
+                .filter(key__in=keys)
+                .order_by("key")
+                .values_list("pk", flat=True)
+            )
+
+
+class _ReadSet:
+    """The records a write's checks depended on, and its footprint: the records it
+    changed and the cases its scope check loaded or could affect (``services.footprints``).
+    """
+
+    def __init__(self, writes: list[RecordWrite]):
+        self.footprint: set[footprints.Record] = {(w.kind, w.key) for w in writes}
+        self.records: set[footprints.Record] = set(self.footprint)
+
+    def cases(self, keys: Iterable[str]) -> None:
+        found = {("case", key) for key in keys}
+        self.footprint |= found
+        self.records |= found
+
+    def read(self, kind: str, keys: Iterable[str]) -> None:
+        self.records |= {(kind, key) for key in keys}
+
+
+@dataclass
+class _Checked:
+    previous: dict[tuple[str, str], Any]
+    live: dict[tuple[str, str], dict[str, Any]]
+    partners: set[str]
+
+
+def _check(change: _Change, reads: _ReadSet) -> _Checked:
+    """Steps 5–10 of docs/write-path.md: read, check, apply, check again, read back."""
+    writes = change.writes
+    previous = _check_existence_and_staleness(writes)
+    _validate_fields(
+        writes, previous, _ready_violations(change.user, writes, previous), reads=reads
+    )
+    before = _scope_violations(writes, previous)
+    reads.cases(before.cases | before.owners)
+    partners = _apply(writes, previous)
+    if change.before_apply is not None:
+        change.before_apply()
+    reads.cases(_check_scope(writes, before))
+    live = _check_round_trip(writes)
+    partners -= {w.key for w in writes if w.kind == "case"}
+    reads.cases(partners)
+    return _Checked(previous, live, partners)
+
+
+def _commit(
+    change: _Change, head: LedgerHead, checked: _Checked, reads: _ReadSet
+) -> list[WriteOutcome]:
+    """Under the held ledger lock: number and chain the revisions, leave the footprint."""
+    first = head.number + 1
+    outcomes = _append_revisions(
+        head,
+        change.user,
+        change.writes,
+        checked.previous,
+        checked.live,
+        checked.partners,
+        summary=change.summary,
+        material=change.material,
+    )
+    if head.number >= first and connection.vendor == "postgresql":
+        footprints.leave(head.number, reads.footprint, first=first)
+    return outcomes
 
 
 def _check_existence_and_staleness(writes: list[RecordWrite]) -> Previous:
@@ -193,10 +373,25 @@ def _ready_violations(
 
 
 def _validate_fields(
-    writes: list[RecordWrite], previous: Previous, problems: list[RuleViolation] | None = None
+    writes: list[RecordWrite],
+    previous: Previous,
+    problems: list[RuleViolation] | None = None,
+    *,
+    reads: _ReadSet | None = None,
 ) -> None:
     pending = _PendingIndex(writes)
     contexts = _contexts(writes, previous, pending)
+    if reads is not None:
+        for context in contexts:
+            # what the field rules looked up: the records named, and their owners
+            reads.read("source", context.sources)
+            reads.read("method", context.methods)
+            reads.cases(
+                context.cases
+                | set(context.figures.values())
+                | set(context.live_claims.values())
+                | set(context.reserved_claims.values())
+            )
     problems = list(problems or [])
     for write, context in zip(writes, contexts, strict=True):
         for violation in run_field_rules(write.kind, write.document, context):
@@ -402,6 +597,8 @@ class ScopeBaseline:
 
     cases: frozenset[str]
     violations: frozenset[RuleViolation]
+    # the cases owning the figures whose facts the check read
+    owners: frozenset[str] = frozenset()
 
 
 def _scope_violations(writes: list[RecordWrite], previous: Previous | None = None) -> ScopeBaseline:
@@ -422,16 +619,23 @@ def _scope_violations(writes: list[RecordWrite], previous: Previous | None = Non
         if w.kind == "case" and previous is not None and previous[("case", w.key)][0] is None
     }
     existing = cases - new
-    violations = run_scope_rules(load_scoped(existing)) if existing else []
-    return ScopeBaseline(frozenset(cases), frozenset(violations))
+    if not existing:  # cases that do not exist yet break no rule before the change
+        return ScopeBaseline(frozenset(cases), frozenset(), frozenset())
+    state = load_scoped(existing)
+    return ScopeBaseline(frozenset(cases), frozenset(run_scope_rules(state)), _figure_owners(state))
 
 
-def _check_scope(writes: list[RecordWrite], before: ScopeBaseline) -> None:
+def _figure_owners(state: ScopeState) -> frozenset[str]:
+    return frozenset(figure.case for figure in state.figures.values())
+
+
+def _check_scope(writes: list[RecordWrite], before: ScopeBaseline) -> frozenset[str]:
     """Refuse what the change breaks: everything wrong in the written cases, and anything
     newly wrong elsewhere (a rule that existing data already breaks is a rule conflict).
 
     Violations outside ``before.cases`` are the same before and after the change, so the
-    state after it is loaded, and compared, for those cases only.
+    state after it is loaded, and compared, for those cases only. Returns the cases owning
+    the figures whose facts that state read.
     """
     state = load_scoped(
         set(before.cases), figures={w.document["figure"] for w in writes if w.kind == "rule"}
@@ -462,6 +666,7 @@ def _check_scope(writes: list[RecordWrite], before: ScopeBaseline) -> None:
                 problems.append(_as_rule_conflict(violation, written_rules))
     if problems:
         raise RuleViolations(_unique(problems))
+    return _figure_owners(state)
 
 
 def _as_rule_conflict(
