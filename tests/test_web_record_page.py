@@ -37,7 +37,7 @@ def test_record_page_states_what_the_seed_page_states(seeded, viewer):
     assert 'href="/cases/CP22-003/record.json">Inspect the record' in html
     # scope: the note, the rule that bounds the case, the relation
     assert "those response counts must not be assigned to the RDMA reproduction" in text
-    assert "Must not be attributed here: the 155 production responses of CP22-002" in text
+    assert "Must not be attributed here: the 155 responses (production) of CP22-002" in text
     assert "RULE-CP22-002-RESPONSES-NOT-CP22-003" in text
     assert "did not produce them" in text
     assert "Related but distinct: CP22-002" in text

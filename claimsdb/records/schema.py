@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from claimsdb import choices
@@ -17,6 +18,7 @@ from claimsdb.fieldspec import Field
 from claimsdb.limits import TEXT_MAX_CHARS
 
 from .errors import RuleViolation
+from .figures import figure_number
 
 Problems = list[RuleViolation]
 
@@ -275,14 +277,17 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             return None
         return value
     if kind == "number":
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
             problems.append(
                 RuleViolation("document.type", f"must be a number, not {type_name(value)}", path)
             )
             return None
-        if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-            return int(value)
-        return value
+        try:
+            # an integer when integral, otherwise the number as written (records.figures)
+            return figure_number(value)
+        except ValueError as exc:
+            problems.append(RuleViolation("document.type", f"must be a number: {exc}", path))
+            return None
     if kind == "list":
         if not isinstance(value, list):
             problems.append(

@@ -10,20 +10,21 @@ from django.db.models import QuerySet
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
 from claimsdb.models import Assessment, Attribution, Figure, Relation, ScopeRule
+from claimsdb.records.figures import figure_text
 
 
 @dataclass(frozen=True)
 class FigureFact:
     figure_id: str
     case: str
-    value: float
+    value: str | float  # the number as written (the table keeps it as text)
     unit: str
     scope: str
     claims: frozenset[str]
 
     def describe(self) -> str:
-        value = int(self.value) if float(self.value).is_integer() else self.value
-        return f"{self.figure_id} ({value} {self.unit}, {self.scope}, of case {self.case})"
+        figure = figure_text(self.value, self.unit)
+        return f"{self.figure_id} ({figure}, {self.scope}, of case {self.case})"
 
 
 # What a figure's facts are read from, as plain rows (no model instance per figure).

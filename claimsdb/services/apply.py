@@ -25,6 +25,7 @@ from claimsdb.models import (
     Source,
     Unknown,
 )
+from claimsdb.records.figures import number_literal
 
 from . import search_index
 from .rows import insert_rows
@@ -290,7 +291,7 @@ def _apply_figures(cases: dict[str, Case], documents: list[dict[str, Any]], old:
         for index, f in enumerate(d["figures"]):
             values = {
                 "position": index,
-                "value": f["value"],
+                "value": number_literal(f["value"]),
                 "unit": f["unit"],
                 "measure": f["measure"],
                 "scope": f["scope"],

@@ -10,6 +10,7 @@ from django import forms
 from django.forms import formset_factory
 
 from claimsdb import choices
+from claimsdb.records.figures import FigureNumber
 
 DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
 MARKDOWN_HELP = (
@@ -196,7 +197,8 @@ class EvidenceLinkForm(ListRowForm):
 
 class FigureForm(ListRowForm):
     id = forms.CharField(max_length=choices.ID_MAX_LENGTH, label="Figure ID")
-    value = forms.FloatField()
+    # a decimal, not a float: "1.20" is kept as typed (claimsdb.records.figures)
+    value = forms.DecimalField(help_text="as the source gives it: 1.2, 1.20, 155")
     unit = forms.CharField(max_length=100)
     measure = forms.CharField(max_length=100, help_text="e.g. affected_responses")
     scope = forms.ChoiceField(choices=choices.FigureScope.choices)
@@ -455,7 +457,7 @@ class JSONField(forms.CharField):
     def to_python(self, value):
         value = super().to_python(value)
         try:
-            return json.loads(value)
+            return json.loads(value, parse_float=FigureNumber)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from exc
 

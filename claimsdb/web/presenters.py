@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from claimsdb import choices, public
 from claimsdb.models import AssessmentMethod, Release, Revision
+from claimsdb.records.figures import figure_text, number_text
 from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors.methods import methods_by_key
 from claimsdb.selectors.revisions import claim_withdrawals
@@ -65,12 +66,6 @@ def parse_date(value: str | None) -> dt.date | None:
         return dt.date.fromisoformat(value) if value else None
     except ValueError:
         return None
-
-
-def number_text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def safe_url(url: str) -> str:
@@ -449,6 +444,7 @@ def case_page(
             {
                 **f,
                 "value_text": number_text(f["value"]),
+                "text": figure_text(f["value"], f["unit"]),
                 "scope_label": label("figure_scope", f["scope"]),
             }
             for f in document["figures"]
@@ -459,6 +455,9 @@ def case_page(
                 "role_label": label("attribution_role", a["role"]),
                 "figure_view": figures.get(a["figure"]),
                 "value_text": number_text(figures[a["figure"]]["value"])
+                if a["figure"] in figures
+                else "",
+                "text": figure_text(figures[a["figure"]]["value"], figures[a["figure"]]["unit"])
                 if a["figure"] in figures
                 else "",
             }

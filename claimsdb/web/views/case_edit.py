@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from claimsdb.models import AssessmentMethod
+from claimsdb.records.figures import figure_words
 from claimsdb.selectors.cases import case_keys_and_titles, suggested_claim_id
 from claimsdb.selectors.methods import method_list, methods_by_key
 from claimsdb.selectors.scope import figures_of_other_cases, forbidding_rules
@@ -32,7 +33,7 @@ from ..forms import (
     RelationFormSet,
     UnknownFormSet,
 )
-from ..presenters import cited_source_keys, number_text
+from ..presenters import cited_source_keys
 
 NEW_SOURCE = "new_source"  # the claim form's "Create a new source…" button (value: the row)
 CASE_FIELDS = ("title", "status", "summary", "scope_note", "basis", "limits", "account", "tags")
@@ -495,7 +496,7 @@ class AttributionsEditView(ListEditView):
         forbidden = forbidding_rules(document["key"])
         options, self.barred = [], []
         for f in figures_of_other_cases(document["key"]):
-            described = f"{number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}"
+            described = f"{figure_words(f.value, f.unit, f.scope)} of {f.case.key}"
             text = f"{f.figure_id}: {described}"
             rule = forbidden.get(f.figure_id)
             if rule:

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from claimsdb import choices, public
 from claimsdb.access import VisibleDocument
+from claimsdb.records.figures import figure_words
 from claimsdb.selectors import cases as case_reads
 from claimsdb.selectors import methods as method_reads
 from claimsdb.selectors import revisions as revision_reads
@@ -30,7 +31,6 @@ from ..pagination import paginate, paginate_rows
 from ..presenters import (
     label,
     material_history_rows,
-    number_text,
     revision_rows,
     source_view,
 )
@@ -203,7 +203,7 @@ class SourceCreateView(SourceEditView):
 
 def figure_choices() -> list[tuple[str, str]]:
     return [
-        (f.figure_id, f"{f.figure_id}: {number_text(f.value)} {f.unit} ({f.scope}) of {f.case.key}")
+        (f.figure_id, f"{f.figure_id}: {figure_words(f.value, f.unit, f.scope)} of {f.case.key}")
         for f in scope_reads.all_figures()
     ]
 
@@ -238,7 +238,9 @@ def rule_detail(request: HttpRequest, key: str) -> HttpResponse:
         {
             "rule": visible.document,
             "figure": figure,
-            "figure_value": number_text(figure["value"]) if figure else "",
+            "figure_words": figure_words(figure["value"], figure["unit"], figure["scope"])
+            if figure
+            else "",
             "revision": visible.revision,
             **record_history_context(visible, "rule", key),
             "can_review": request_has_role(request, "reviewer"),
