@@ -35,6 +35,7 @@ FIELD_NAMES = {
     "reproduction_runs": "Reproduction run",
     "scope_note": "Scope note",
     "status_note": "status note",
+    "tags": "Tag",
     "unknowns": "Unknown",
 }
 _SEGMENT = re.compile(r"([A-Za-z_]+)(?:\[([^\]]*)\])?")
