@@ -223,6 +223,8 @@ def test_stale_revert_is_refused_and_changes_nothing(edited, reviewer, analyst):
     text = text_of(html)
     assert f"has changed since revision {third}" in text
     assert "Nothing was reverted." in text
+    # one instruction (confirm again), not also the API's "reload and reapply"
+    assert "Reload it" not in text and "reapply" not in text
     assert "Changed meanwhile" in text  # what changed since the preview
     assert revision_count() == before
     assert record_document("case", CASE)["summary"] == "Changed meanwhile"

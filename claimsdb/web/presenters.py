@@ -68,6 +68,13 @@ def parse_date(value: str | None) -> dt.date | None:
         return None
 
 
+def sentence_end(text: str) -> str:
+    """``text`` ending a sentence: a full stop added unless it already ends with one (or
+    with ``?``, ``!`` or an ellipsis), so a value that ends a sentence never reads ".."."""
+    stripped = text.rstrip()
+    return stripped if stripped.endswith((".", "?", "!", "…")) else f"{stripped}."
+
+
 def safe_url(url: str) -> str:
     """The URL if it is an http(s) link; otherwise nothing (it is then shown as text)."""
     lowered = url.strip().lower()
