@@ -36,12 +36,15 @@ SOURCES = [s for s in SEED["sources"] if s["key"] in ASSESSMENT["evidence_basis"
 
 
 def reference_baseline(writes: list[RecordWrite]) -> set[RuleViolation]:
-    return set(run_scope_rules(ScopeState.load(None)))
+    state = ScopeState.load(None)
+    state.written = frozenset(w.key for w in writes if w.kind == "case")
+    return set(run_scope_rules(state))
 
 
 def reference_check_scope(writes: list[RecordWrite], before: set[RuleViolation]) -> None:
     state = ScopeState.load(None)
     written_cases = {w.key: w for w in writes if w.kind == "case"}
+    state.written = frozenset(written_cases)
     written_rules = {w.key: w for w in writes if w.kind == "rule"}
     problems: list[RuleViolation] = []
     for violation in run_scope_rules(state):

@@ -53,7 +53,9 @@ class ScopeState:
     """Figures, attributions, relations, active rules and graded assessments.
 
     ``report`` limits which cases' violations are reported (None: every case), so that a
-    write is refused for what it breaks, not for old problems elsewhere.
+    write is refused for what it breaks, not for old problems elsewhere. ``written`` names
+    the cases a write sends: a problem of a relation both sides list is reported on the
+    side being written, where its editor can see it at the relation's row.
     """
 
     figures: dict[str, FigureFact] = field(default_factory=dict)
@@ -62,6 +64,7 @@ class ScopeState:
     rules: list[RuleFact] = field(default_factory=list)
     assessments: list[tuple[str, int, int | None, frozenset[str]]] = field(default_factory=list)
     report: set[str] | None = None
+    written: frozenset[str] = frozenset()
     _component: dict[str, str] = field(default_factory=dict)
     _rule_for: dict[tuple[str, str], RuleFact] = field(default_factory=dict)
     _supporting: dict[str, list[FigureFact]] = field(default_factory=dict)

@@ -399,6 +399,7 @@ def _scope_violations(writes: list[RecordWrite]) -> ScopeBaseline:
         rules={w.key: w.document for w in writes if w.kind == "rule"},
     )
     state = load_scoped(cases)
+    state.written = frozenset(w.key for w in writes if w.kind == "case")
     return ScopeBaseline(frozenset(cases), frozenset(run_scope_rules(state)))
 
 
@@ -414,6 +415,7 @@ def _check_scope(writes: list[RecordWrite], before: ScopeBaseline) -> None:
     )
     written_cases = {w.key: w for w in writes if w.kind == "case"}
     written_rules = {w.key: w for w in writes if w.kind == "rule"}
+    state.written = frozenset(written_cases)
     problems: list[RuleViolation] = []
     for violation in run_scope_rules(state):
         case_key = violation.record.removeprefix("case ")

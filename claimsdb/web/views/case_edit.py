@@ -421,6 +421,8 @@ class ListEditView(RecordEditView):
     formset_class: Any = None
     anchor = ""
     intro = ""
+    # the field of a row that answers for the row as a whole (a refused relation: its kind)
+    row_field = ""
 
     @property
     def default_summary(self) -> str:
@@ -450,7 +452,10 @@ class ListEditView(RecordEditView):
         placer.section(self.list_name, "rows")
         for position, row in enumerate(list_rows(section["rows"])):
             items.append(self.to_item(row_data(row)))
-            placer.add(f"{self.list_name}[{position}]", row)
+            fields = {name: name for name in row.fields}
+            if self.row_field:
+                fields[""] = self.row_field
+            placer.add(f"{self.list_name}[{position}]", row, fields)
         document[self.list_name] = items
         return document
 
@@ -515,6 +520,7 @@ class RelationsEditView(ListEditView):
     formset_class = RelationFormSet
     page_title = "Edit relations"
     anchor = "scope"
+    row_field = "kind"
     intro = (
         "Relations to other cases. Symmetric relations (same event, related but distinct) "
         "show on both cases."

@@ -1,0 +1,75 @@
+"""Refusals of relations and attributions, in place and whole."""
+
+from __future__ import annotations
+
+from claimsdb.services import record_create
+
+from .support import field_block, new_case, signed_in, submit, text_of
+
+NEW = "CP99-001"
+
+
+def _two_rules_bridged_by_one_relation(reviewer):
+    """A new case with a figure, and two rules that a same_event relation between it and
+    CP22-002 would both break."""
+    figure = {
+        "id": "FIG-CP99-001-USERS",
+        "value": 1.2,
+        "unit": "%",
+        "measure": "share_of_users",
+        "scope": "production",
+        "description": "",
+        "claims": [],
+    }
+    record_create(user=reviewer, kind="case", document=new_case(NEW, figures=[figure]), summary="N")
+    for key, figure_id, case in (
+        ("RULE-CP22-002-RESPONSES-NOT-CP99-001", "FIG-CP22-002-RESPONSES", NEW),
+        ("RULE-CP99-001-USERS-NOT-CP22-002", "FIG-CP99-001-USERS", "CP22-002"),
+    ):
+        record_create(
+            user=reviewer,
+            kind="rule",
+            document={
+                "format": "claimsdb.rule/1",
+                "key": key,
+                "kind": "non_attribution",
+                "status": "active",
+                "figure": figure_id,
+                "case": case,
+                "reason": "Another event.",
+            },
+            summary="Rule",
+        )
+
+
+def test_a_relation_refused_by_two_rules_names_both_at_its_row(seeded, reviewer):
+    _two_rules_bridged_by_one_relation(reviewer)
+    client = signed_in(reviewer)
+    response = submit(
+        client,
+        f"/cases/{NEW}/relations/edit/",
+        {
+            "relations-0-case": "CP22-002",
+            "relations-0-kind": "same_event",
+            "summary": "Same event",
+        },
+    )
+    assert response.status_code == 422
+    html = response.content.decode()
+
+    row = text_of(field_block(html, "relations-0-kind"))
+    assert "RULE-CP22-002-RESPONSES-NOT-CP99-001" in row
+    assert "RULE-CP99-001-USERS-NOT-CP22-002" in row
+    top = html.split('class="refusal"', 1)[1].split("</section>", 1)[0]
+    assert "RULE-" not in top  # said at the row, not again at the top
+    # the vocabulary is shown as code, as it is written
+    assert "<code>same_event</code>" in field_block(html, "relations-0-kind")
+
+
+def test_a_refusal_at_the_top_is_not_styled_as_a_flash_message():
+    from pathlib import Path
+
+    css = (Path(__file__).parent.parent / "claimsdb/static/claimsdb/site.css").read_text()
+    # the flash style (a padded, bordered box) is for flash messages only: on the inline
+    # message of a refusal it is drawn once per wrapped line, each line covering the last
+    assert "\n.message {" not in css and ".messages .message {" in css
