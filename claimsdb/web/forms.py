@@ -4,6 +4,7 @@ checked by the services (the rules of claimsdb/rules/ run there, not here)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from django import forms
@@ -217,16 +218,38 @@ class FigureForm(ListRowForm):
         self.fields["claims"].choices = options
 
 
+class SelectSomeDisabled(forms.Select):
+    """A select whose options in ``disabled`` cannot be chosen (they are listed, with the
+    reason in their text, so that the analyst sees why), except the value already chosen."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.disabled: set[str] = set()
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if str(value) in self.disabled and not selected:
+            option["attrs"]["disabled"] = True
+        return option
+
+
 class AttributionForm(ListRowForm):
-    figure = forms.ChoiceField()
+    figure = forms.ChoiceField(widget=SelectSomeDisabled)
     role = forms.ChoiceField(choices=choices.AttributionRole.choices)
     note = forms.CharField(required=False)
 
-    def __init__(self, *args, figure_choices: list[tuple[str, str]], **kwargs):
+    def __init__(
+        self,
+        *args,
+        figure_choices: list[tuple[str, str]],
+        unattributable: Collection[str] = (),
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.fields["figure"].choices = [("", "— choose a figure —")] + with_current(
             figure_choices, self.initial.get("figure")
         )
+        self.fields["figure"].widget.disabled = set(unattributable)
 
 
 class RelationForm(ListRowForm):

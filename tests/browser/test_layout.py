@@ -79,3 +79,24 @@ def test_a_refusal_at_the_top_of_a_form_is_not_clipped(seeded_site, new_page):
                       return e.contains(hit) || hit === e; }"""
         )
     assert scroll_width(page) <= PHONE
+
+
+def test_attribution_figure_ids_are_not_cut_on_a_desktop(seeded_site, new_page):
+    page = new_page(width=1280, javascript=True)
+    sign_in(page, seeded_site, "analyst")
+    page.goto(f"{seeded_site}/cases/CP22-003/attributions/edit/")
+    select = page.locator("select[name=attributions-0-figure]")
+    select.select_option("FIG-CP22-002-RESPONSES")
+    # the width the selected option's text needs, up to the end of the figure ID and what
+    # it is, against the room the select gives it
+    needed, room = select.evaluate(
+        """s => {
+             const style = getComputedStyle(s);
+             const context = document.createElement("canvas").getContext("2d");
+             context.font = style.font;
+             const text = s.options[s.selectedIndex].text.split(" — ")[0];
+             const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+             return [context.measureText(text).width, s.clientWidth - padding - 24];
+           }"""
+    )
+    assert needed <= room, (needed, room)

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from claimsdb.models import AssessmentMethod
 from claimsdb.records.figures import figure_words
+from claimsdb.rules.scoped import same_event_closure
 from claimsdb.selectors.cases import case_keys_and_titles, suggested_claim_id
 from claimsdb.selectors.methods import method_list, methods_by_key
 from claimsdb.selectors.scope import figures_of_other_cases, forbidding_rules
@@ -499,7 +500,10 @@ class AttributionsEditView(ListEditView):
         # two queries however many rules and figures: the rules naming this case, and the
         # figures of the other cases (the choices)
         forbidden = forbidding_rules(document["key"])
-        options, self.barred = [], []
+        # the cases of this case's event, as the scope rules find them: a figure of any
+        # other case is refused (scope.cross_case_figure), so it is offered disabled
+        event = same_event_closure({document["key"]})
+        options, self.barred, self.elsewhere, unattributable = [], [], [], []
         for f in figures_of_other_cases(document["key"]):
             described = f"{figure_words(f.value, f.unit, f.scope)} of {f.case.key}"
             text = f"{f.figure_id}: {described}"
@@ -508,11 +512,19 @@ class AttributionsEditView(ListEditView):
                 # said before the save is refused; options hold no links, the note above does
                 self.barred.append({"figure": f.figure_id, "text": described, "rule": rule})
                 text += f" — barred by {rule}"
+            elif f.case.key not in event:
+                self.elsewhere.append({"figure": f.figure_id, "text": described})
+                unattributable.append(f.figure_id)
+                text += " — another event: not attributable to this case"
             options.append((f.figure_id, text))
-        return {"figure_choices": options}
+        return {"figure_choices": options, "unattributable": unattributable}
 
     def extra_context(self):
-        return {**super().extra_context(), "barred": getattr(self, "barred", [])}
+        return {
+            **super().extra_context(),
+            "barred": getattr(self, "barred", []),
+            "elsewhere": getattr(self, "elsewhere", []),
+        }
 
 
 class RelationsEditView(ListEditView):
