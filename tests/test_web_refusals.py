@@ -98,3 +98,51 @@ def test_the_attributions_page_offers_figures_of_other_events_disabled(seeded, r
     barred = html.split('value="FIG-CP22-002-RESPONSES"', 1)[1].split("</option>", 1)[0]
     assert "barred by RULE-CP22-002-RESPONSES-NOT-CP22-003" in barred
     assert "disabled" not in barred
+
+
+def test_a_key_refusal_says_the_pattern_in_words_with_an_example(seeded, analyst):
+    response = submit(
+        signed_in(analyst),
+        "/sources/new/",
+        {"source-key": "src-openai postmortem", "source-title": "Postmortem", "summary": "New"},
+    )
+    assert response.status_code == 422
+    block = text_of(field_block(response.content.decode(), "source-key"))
+    assert "SRC- then capital letters and digits" in block
+    assert "e.g. SRC-" in block
+    assert "^SRC-" not in block and "[A-Z0-9]" not in block
+
+
+def test_every_key_and_id_pattern_has_words():
+    from claimsdb import choices
+    from claimsdb.records.schema import CASE, FIGURE
+
+    patterns = [v for k, v in vars(choices).items() if k.endswith("_PATTERN")]
+    assert set(patterns) <= set(choices.PATTERN_WORDS)
+    assert CASE.fields["key"].description.startswith("a case key")
+    assert FIGURE.fields["id"].description.startswith("a figure ID")
+
+
+def test_a_new_case_and_a_new_figure_get_a_suggested_key(seeded, analyst):
+    client = signed_in(analyst)
+    html = client.get("/cases/new/").content.decode()
+    assert 'name="case-key"' in html and 'value="CP22-004"' in html
+    url = "/cases/CP22-003/figures/edit/"
+    html = client.get(url).content.decode()
+    assert 'value="FIG-CP22-003-A"' in html
+    # a blank row left as offered is still blank: saving adds no figure
+    from .support import revision_count
+
+    before = revision_count()
+    submit(client, url, {"summary": "Nothing"})
+    assert revision_count() == before
+
+
+def test_the_relations_form_defines_every_kind(seeded, analyst):
+    from claimsdb import choices
+
+    html = signed_in(analyst).get("/cases/CP22-003/relations/edit/").content.decode()
+    legend = text_of(html.split('class="legend"', 1)[1].split("</dl>", 1)[0])
+    for _kind, label in choices.RelationKind.choices:
+        assert label in legend
+    assert "figures may be attributed between the two cases" in legend

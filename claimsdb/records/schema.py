@@ -46,7 +46,15 @@ def enum(values: list[str] | tuple[str, ...], code: str = "document.invalid_valu
 
 
 def pattern(regex: str, code: str, max_length: int | None = None) -> Field:
-    return Field("pattern", pattern=regex, code=code, max_length=max_length)
+    """A string matching ``regex``; a refusal says the pattern in words with an example
+    (``choices.PATTERN_WORDS``), not the regex."""
+    return Field(
+        "pattern",
+        pattern=regex,
+        code=code,
+        max_length=max_length,
+        description=choices.PATTERN_WORDS.get(regex, ""),
+    )
 
 
 def list_of(item: Field, normalize: Callable[[Any], Any] | None = None) -> Field:
@@ -253,7 +261,13 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             )
         if kind == "pattern" and not re.fullmatch(spec.pattern, value):
             problems.append(
-                RuleViolation(spec.code, f"{value!r} does not match {spec.pattern}", path)
+                RuleViolation(
+                    spec.code,
+                    f"{value!r} is not {spec.description}"
+                    if spec.description
+                    else f"{value!r} does not match {spec.pattern}",
+                    path,
+                )
             )
         if kind == "date":
             try:

@@ -49,6 +49,20 @@ KIND_DEFINITIONS: dict[str, dict[str, str]] = {
         choices.ControlKind.DETECTION: "shows that it is happening or has happened",
         choices.ControlKind.FIX: "removes the cause",
     },
+    "case_relation": {
+        choices.RelationKind.SAME_EVENT: (
+            "one incident seen twice: figures may be attributed between the two cases "
+            "(shown on both)"
+        ),
+        choices.RelationKind.RELATED_DISTINCT: (
+            "a related mechanism or cause, but another event: figures stay with their own "
+            "case (shown on both)"
+        ),
+        choices.RelationKind.REPRODUCTION_OF: "this case reproduces the other one",
+        choices.RelationKind.VARIANT_OF: "the same flaw in another form, product or setting",
+        choices.RelationKind.FOLLOW_UP_OF: "later work on the other case (a fix, a new finding)",
+        choices.RelationKind.DUPLICATE_OF: "the same record entered twice; the other one is kept",
+    },
     "unknown_kind": {
         choices.UnknownKind.UNKNOWN: "not established by the evidence either way",
         choices.UnknownKind.CONTRADICTION: "sources or claims that disagree",
@@ -192,6 +206,15 @@ def kinds_with_definitions(
         if kind in used
     ]
     return [{**item, "kind_label": label(vocabulary, item["kind"])} for item in items], legend
+
+
+def vocabulary_legend(vocabulary: str) -> list[dict[str, Any]]:
+    """Every kind of a vocabulary with its label and definition, in the vocabulary's order:
+    the legend of a form that chooses one."""
+    return [
+        {"kind": kind, "label": label(vocabulary, kind), "definition": definition}
+        for kind, definition in KIND_DEFINITIONS[vocabulary].items()
+    ]
 
 
 def normalized_text(text: str) -> str:

@@ -12,7 +12,12 @@ from django.utils import timezone
 from claimsdb.models import AssessmentMethod
 from claimsdb.records.figures import figure_words
 from claimsdb.rules.scoped import same_event_closure
-from claimsdb.selectors.cases import case_keys_and_titles, suggested_claim_id
+from claimsdb.selectors.cases import (
+    case_keys_and_titles,
+    suggested_case_key,
+    suggested_claim_id,
+    suggested_figure_id,
+)
 from claimsdb.selectors.methods import method_list, methods_by_key
 from claimsdb.selectors.scope import figures_of_other_cases, forbidding_rules
 from claimsdb.selectors.sources import source_list, sources_by_key
@@ -34,7 +39,7 @@ from ..forms import (
     RelationFormSet,
     UnknownFormSet,
 )
-from ..presenters import cited_source_keys
+from ..presenters import cited_source_keys, vocabulary_legend
 
 NEW_SOURCE = "new_source"  # the claim form's "Create a new source…" button (value: the row)
 CASE_FIELDS = ("title", "status", "summary", "scope_note", "basis", "limits", "account", "tags")
@@ -97,7 +102,7 @@ class CaseCreateView(RecordEditView):
         return {
             "case": NewCaseForm(
                 data,
-                initial={"status": "draft"},
+                initial={"status": "draft", "key": suggested_case_key()},
                 prefix="case",
                 may_set_ready=request_has_role(self.request, "reviewer"),
             )
@@ -480,6 +485,17 @@ class FiguresEditView(ListEditView):
     def form_kwargs(self, document):
         return {"claim_choices": claim_choices(document)}
 
+    def build_forms(self, data, document):
+        section = super().build_forms(data, document)
+        rows = section["rows"]
+        blank = rows.initial_form_count()
+        if blank < len(rows.forms):
+            # the first blank row offers the next free ID, as a new claim does; left as it
+            # is, the row stays blank (its value is its initial one)
+            taken = {f["id"] for f in document["figures"]}
+            rows.forms[blank].fields["id"].initial = suggested_figure_id(document["key"], taken)
+        return section
+
     def to_item(self, data):
         data["id"] = data["id"].strip()
         data["claims"] = list(data["claims"])
@@ -533,6 +549,10 @@ class RelationsEditView(ListEditView):
     page_title = "Edit relations"
     anchor = "scope"
     row_field = "kind"
+
+    def extra_context(self):
+        return {**super().extra_context(), "legend": vocabulary_legend("case_relation")}
+
     intro = (
         "Relations to other cases. Symmetric relations (same event, related but distinct) "
         "show on both cases."
