@@ -120,10 +120,38 @@ def impact_rests_on_production_figures(state: ScopeState) -> Iterator[RuleViolat
                 AssessmentCode.IMPACT_BASIS,
                 f"impact {impact} is graded, but no claim in the evidence basis supports a "
                 f"production figure attributable to {case}. Leave the impact ungraded with a "
-                "reason, or add such a claim to the evidence basis",
+                f"reason, or add such a claim to the evidence basis{qualifying(state, case)}",
                 f"assessments[{position}].impact",
                 case_record(case),
             )
+
+
+QUALIFYING_NAMED = 5
+
+
+def qualifying(state: ScopeState, case: str) -> str:
+    """The end of an impact refusal: which claims would qualify — those supporting a
+    production figure attributable to ``case`` (its own event's figures, the state holds
+    them all) — or that none does yet."""
+    figures = sorted(
+        (
+            f
+            for f in state.figures.values()
+            if f.scope == "production" and f.claims and state.attributable(f, case)
+        ),
+        key=lambda f: f.figure_id,
+    )
+    if not figures:
+        return (
+            f"; no claim supports a production figure attributable to {case} yet: add one to "
+            "a production figure of this event (its supporting claims) first"
+        )
+    named = [
+        f"{', '.join(sorted(f.claims))} (supporting {f.describe()})"
+        for f in figures[:QUALIFYING_NAMED]
+    ]
+    more = len(figures) - QUALIFYING_NAMED
+    return ": " + "; ".join(named) + (f"; and claims of {more} more figures" if more > 0 else "")
 
 
 @scope_rule(ScopeCode.RELATION_CONFLICT)
