@@ -8,10 +8,13 @@ leave as sanitized HTML; plain-text fields stay text and are escaped by the temp
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from claimsdb import choices, public
 from claimsdb.models import AssessmentMethod, Release, Revision
@@ -22,7 +25,7 @@ from claimsdb.selectors.revisions import claim_withdrawals
 from claimsdb.selectors.scope import scope_of_document
 from claimsdb.selectors.sources import sources_as_of, sources_by_key
 
-from .markdown import render_markdown
+from .markdown import page_excerpt, render_markdown
 from .repro import runs_by_claim
 
 LABELS: dict[str, dict[str, str]] = {
@@ -217,6 +220,42 @@ def vocabulary_legend(vocabulary: str) -> list[dict[str, Any]]:
     ]
 
 
+_TAG = re.compile(r"(<[^>]*>)")
+
+
+def mark_withdrawn(html: str, withdrawn: list[tuple[str, str]]) -> SafeString:
+    """Sanitized ``html`` (a lede, an account) with what it says of withdrawn claims
+    marked: a withdrawn claim's statement, where the text repeats it, struck through and
+    flagged with a link to the claim; a withdrawn claim's ID, flagged. Only text between
+    tags is touched."""
+    if not withdrawn:
+        return mark_safe(html)
+    pieces = _TAG.split(str(html))
+    for index, piece in enumerate(pieces):
+        if not piece or piece.startswith("<"):
+            continue
+        for claim_id, statement in withdrawn:
+            flag = (
+                f' <a class="withdrawn-flag" href="#{escape(claim_id)}">'
+                f"withdrawn: {escape(claim_id)}</a>"
+            )
+            sentence = str(escape(statement.strip()))
+            for said in (sentence, sentence.rstrip(".")):
+                if said and said in piece:
+                    piece = piece.replace(
+                        said, f'<del class="withdrawn-claim">{said}</del>{flag}', 1
+                    )
+                    break
+            else:
+                piece = re.sub(
+                    rf"\b{re.escape(claim_id)}\b(?!-)",
+                    lambda m: f'{m.group(0)} <span class="withdrawn-flag">(withdrawn)</span>',
+                    piece,
+                )
+        pieces[index] = piece
+    return mark_safe("".join(pieces))
+
+
 def normalized_text(text: str) -> str:
     return " ".join(text.split())
 
@@ -246,6 +285,7 @@ class CasePage:
     key: str
     title: str
     summary: str
+    summary_html: str  # the lede as shown (shortened), a withdrawn claim's words marked
     status: str
     status_label: str
     tags: list[str]
@@ -425,6 +465,9 @@ def case_page(
     ]
     runs = runs_by_claim(document["reproduction_runs"])
     withdrawn = [c["id"] for c in document["claims"] if c["status"] == "withdrawn"]
+    withdrawn_statements = [
+        (c["id"], c["statement"]) for c in document["claims"] if c["status"] == "withdrawn"
+    ]
     withdrawals = claim_withdrawals(document["key"], withdrawn, up_to=revision) if withdrawn else {}
     claims = [
         {
@@ -465,6 +508,9 @@ def case_page(
         key=document["key"],
         title=document["title"],
         summary=document["summary"],
+        summary_html=mark_withdrawn(
+            escape(page_excerpt(document["summary"])[0]), withdrawn_statements
+        ),
         status=document["status"],
         status_label=label("case_status", document["status"]),
         tags=document["tags"],
@@ -505,7 +551,10 @@ def case_page(
         basis_repeats=repeated_texts(document["basis"], shown),
         narrative_repeats_reason=narrative_repeats_reason,
         limits_html=render_markdown(document["limits"], full_text_url=full_text_url),
-        account_html=render_markdown(document["account"], full_text_url=full_text_url),
+        account_html=mark_withdrawn(
+            render_markdown(document["account"], full_text_url=full_text_url),
+            withdrawn_statements,
+        ),
         claims=claims,
         controls=controls,
         control_legend=control_legend,
