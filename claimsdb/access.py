@@ -26,7 +26,6 @@ the role up again inside every writing transaction.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +36,7 @@ from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from claimsdb import public
 from claimsdb.models import Claim, ClaimIdReservation, Release, ReleaseEntry, Revision
-from claimsdb.records import record_document
+from claimsdb.records import canonical, record_document
 from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors.revisions import latest_revision_number, record_revision
 from claimsdb.services.permissions import RANK, loaded_role
@@ -115,7 +114,7 @@ def visible_document(
         released = public.released_revision(kind, key)
         if released is None:
             return None
-        document = json.loads(released.snapshot)
+        document = canonical.loads(released.snapshot)
         return VisibleDocument(kind, key, document, released.number, released=True)
     if revision is None:
         revision = latest_revision_number(kind, key)

@@ -13,6 +13,20 @@ RULE_KEY_PATTERN = r"^RULE-[A-Z0-9]+(-[A-Z0-9]+)*$"
 CLAIM_ID_PATTERN = r"^CLM-[A-Z0-9]+(-[A-Z0-9]+)*$"
 FIGURE_ID_PATTERN = r"^FIG-[A-Z0-9]+(-[A-Z0-9]+)*$"
 METHOD_KEY_PATTERN = r"^[a-z0-9]+([._-][a-z0-9]+)*/[1-9][0-9]*$"
+
+_PARTS = "capital letters and digits in parts joined by single hyphens (no spaces, no underscores)"
+# Each key and ID pattern in words, with an example: what a refusal says instead of the regex.
+PATTERN_WORDS = {
+    KEY_PATTERN: f"a case key: {_PARTS}, e.g. CP23-001",
+    SOURCE_KEY_PATTERN: f"a source key: SRC- then {_PARTS}, e.g. SRC-OPENAI-MARCH-20-OUTAGE",
+    RULE_KEY_PATTERN: f"a rule key: RULE- then {_PARTS}, e.g. RULE-CP22-002-RESPONSES-NOT-CP22-003",
+    CLAIM_ID_PATTERN: f"a claim ID: CLM- then {_PARTS}, e.g. CLM-CP22-003-A",
+    FIGURE_ID_PATTERN: f"a figure ID: FIG- then {_PARTS}, e.g. FIG-CP22-002-RESPONSES",
+    METHOD_KEY_PATTERN: (
+        "a method key: a lowercase name (parts joined by '.', '_' or '-'), a slash and a "
+        "version number, e.g. diggingbeagle.assessment/1"
+    ),
+}
 KEY_MAX_LENGTH = 40
 ID_MAX_LENGTH = 80
 

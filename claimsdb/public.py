@@ -12,7 +12,6 @@ their responses are cached for ever: ``claimsdb.http_caching``).
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -21,6 +20,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Sum
 
 from claimsdb import choices, release_facets
 from claimsdb.models import Release, ReleaseChange, ReleasedTerm, ReleaseEntry, Revision
+from claimsdb.records import canonical
 from claimsdb.records.kinds import record_kinds
 from claimsdb.records.schema import BUNDLE_FORMAT
 from claimsdb.records.stream import (
@@ -94,7 +94,7 @@ def release_entries(release: Release, *, with_snapshots: bool = False) -> list[R
 def revision_titles(revision_ids: list[int]) -> dict[int, str]:
     """The title each revision's snapshot gives its record ("" for scope rules). One query."""
     return {
-        pk: json.loads(snapshot).get("title", "")
+        pk: canonical.loads(snapshot).get("title", "")
         for pk, snapshot in Revision.objects.filter(id__in=revision_ids).values_list(
             "id", "snapshot"
         )
@@ -137,7 +137,7 @@ def _release_document_batches(
         .only("record_key", "revision__snapshot")
     )
     for batch in keyset_batches(entries, field="record_key", batch_size=batch_size):
-        yield [json.loads(entry.revision.snapshot) for entry in batch]
+        yield [canonical.loads(entry.revision.snapshot) for entry in batch]
 
 
 # --- what the public sees ----------------------------------------------------------------
@@ -168,7 +168,7 @@ def released_revision(kind: str, key: str, release: Release | int | None = None)
 def released_document(kind: str, key: str) -> dict[str, Any] | None:
     """The document the public sees (its released snapshot), or None."""
     revision = released_revision(kind, key)
-    return json.loads(revision.snapshot) if revision else None
+    return canonical.loads(revision.snapshot) if revision else None
 
 
 def _public_release(release: Release | int | None = None) -> Subquery:
@@ -216,7 +216,7 @@ class ReleasedRecords:
 
     def _item(self, entry: ReleaseEntry) -> Any:
         record = ReleasedRecord(
-            entry.record_key, json.loads(entry.revision.snapshot), entry.revision
+            entry.record_key, canonical.loads(entry.revision.snapshot), entry.revision
         )
         return self.wrap(record) if self.wrap else record
 
@@ -322,7 +322,7 @@ def released_documents(
         .filter(record_key__in=keys)
         .values_list("record_key", "revision__snapshot")
     )
-    return {key: json.loads(snapshot) for key, snapshot in rows}
+    return {key: canonical.loads(snapshot) for key, snapshot in rows}
 
 
 def _released_where(

@@ -584,3 +584,33 @@ def test_a_bundle_that_breaks_a_rule_it_keeps_active_is_still_refused(seeded, re
         bundle_load_file(user=reviewer, path=path, summary="x", batch_size=1)
     assert "scope.non_attribution" in refused.value.codes
     assert bundle_document() == before and Revision.objects.count() == revisions
+
+
+def test_an_impact_refusal_names_the_claims_that_would_qualify(seeded, analyst):
+    from claimsdb.records import RuleViolations, record_document
+    from claimsdb.services import case_update
+
+    document = record_document("case", "CP22-003")
+    lab_figure(document, claim_id="CLM-CP22-003-A", scope="production")
+    case_update(user=analyst, key="CP22-003", document=document, summary="A figure")
+    document = grade(record_document("case", "CP22-003"), 3, ["CLM-CP22-003-B"])
+    with pytest.raises(RuleViolations) as refused:
+        case_update(user=analyst, key="CP22-003", document=document, summary="Grade")
+    (violation,) = [v for v in refused.value.violations if v.code == "assessment.impact_basis"]
+    assert "add such a claim to the evidence basis: CLM-CP22-003-A (supporting" in (
+        violation.message
+    )
+    assert "FIG-CP22-003-LAB-MISMATCHES (37 checksum mismatches, production" in violation.message
+
+
+def test_an_impact_refusal_says_when_no_claim_would_qualify(seeded, analyst):
+    from claimsdb.records import RuleViolations, record_document
+    from claimsdb.services import case_update
+
+    document = grade(record_document("case", "CP22-003"), 3)
+    with pytest.raises(RuleViolations) as refused:
+        case_update(user=analyst, key="CP22-003", document=document, summary="Grade")
+    (violation,) = [v for v in refused.value.violations if v.code == "assessment.impact_basis"]
+    assert "no claim supports a production figure attributable to CP22-003 yet" in (
+        violation.message
+    )

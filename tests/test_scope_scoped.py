@@ -39,7 +39,9 @@ SOURCES = [s for s in SEED["sources"] if s["key"] in ASSESSMENT["evidence_basis"
 
 def reference_baseline(writes: list[RecordWrite], previous=None) -> writer.ScopeBaseline:
     """Every case's violations (the read set it adds is left to the scoped check)."""
-    return writer.ScopeBaseline(frozenset(), frozenset(run_scope_rules(ScopeState.load(None))))
+    state = ScopeState.load(None)
+    state.written = frozenset(w.key for w in writes if w.kind == "case")
+    return writer.ScopeBaseline(frozenset(), frozenset(run_scope_rules(state)))
 
 
 def reference_check_scope(
@@ -48,6 +50,7 @@ def reference_check_scope(
     before = baseline.violations
     state = ScopeState.load(None)
     written_cases = {w.key: w for w in writes if w.kind == "case"}
+    state.written = frozenset(written_cases)
     written_rules = {w.key: w for w in writes if w.kind == "rule"}
     problems: list[RuleViolation] = []
     for violation in run_scope_rules(state):

@@ -785,3 +785,33 @@ def test_browser_line_endings_do_not_change_untouched_text(analyst_client):
     response = analyst_client.post(f"/cases/{CASE}/edit/", data)
     assert response.status_code == 302
     assert revision_count() == before
+
+
+def test_a_stale_edit_gives_one_instruction_and_no_doubled_full_stop(seeded, analyst, reviewer):
+    mine, theirs = signed_in(analyst), signed_in(reviewer)
+    url = f"/cases/{CASE}/edit/"
+    my_form = edit_form(mine.get(url).content.decode())
+    their_limits = "Nothing is known about chat titles."
+    assert submit(theirs, url, {"case-limits": their_limits, "summary": "T"}).status_code == 302
+    response = mine.post(url, my_form.data({"case-limits": "Mine.", "summary": "M"}))
+    assert response.status_code == 409
+    html = response.content.decode()
+    text = text_of(html)
+    # the banner says what happened and one thing to do: the form keeps the input merged,
+    # saving again applies it; it never also says to reload and reapply
+    assert "Reload it" not in text and "reapply" not in text
+    assert "has changed since revision" in text
+    assert "saving again applies yours" in text
+    block = text_of(field_block(html, "case-limits"))
+    assert f"to: {their_limits} Your value is kept here" in block
+    assert ".." not in block
+
+
+def test_the_api_still_says_how_to_recover_from_a_stale_edit(seeded, analyst):
+    from claimsdb.records.errors import StaleRevision
+
+    stale = StaleRevision(record="case CP22-003", expected=3, current=4)
+    assert stale.what == "case CP22-003 has changed since revision 3: its latest revision is 4."
+    assert stale.violations[0].message == (
+        f"{stale.what} Reload it, reapply your change and save again."
+    )

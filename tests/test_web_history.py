@@ -223,6 +223,8 @@ def test_stale_revert_is_refused_and_changes_nothing(edited, reviewer, analyst):
     text = text_of(html)
     assert f"has changed since revision {third}" in text
     assert "Nothing was reverted." in text
+    # one instruction (confirm again), not also the API's "reload and reapply"
+    assert "Reload it" not in text and "reapply" not in text
     assert "Changed meanwhile" in text  # what changed since the preview
     assert revision_count() == before
     assert record_document("case", CASE)["summary"] == "Changed meanwhile"
@@ -443,3 +445,24 @@ def test_method_revert_preview_opens_for_a_key_with_a_slash(seeded, reviewer):
     url = f"/methods/diggingbeagle.assessment/1/revisions/{number}/revert/"
     html = signed_in(reviewer).get(url).content.decode()
     assert "a revert would change nothing" in text_of(html)
+
+
+def test_tags_are_diffed_as_a_set_in_diff_history_and_revert_preview(seeded, analyst, reviewer):
+    from claimsdb.records import diff
+
+    before = record_document("case", CASE)
+    document = record_document("case", CASE)
+    # "asyncio" sorts first: by position every tag after it would read as changed
+    document["tags"] = [*document["tags"], "asyncio"]
+    record_update(kind="case", key=CASE, document=document, user=analyst, summary="Tag")
+    first, second = revision_numbers("case", CASE)[-2:]
+    changes = [c.as_dict() for c in diff(before, record_document("case", CASE))]
+    assert changes == [{"path": "tags[asyncio]", "op": "added", "old": None, "new": "asyncio"}]
+    client = signed_in(reviewer)
+    html = client.get(f"/cases/{CASE}/diff/{first}/{second}/").content.decode()
+    assert text_of(html).count("Tag asyncio") == 1
+    assert "Tag 1" not in text_of(html) and "Tags" not in text_of(html)
+    assert Revision.objects.get(number=second).changed == ["tags"]
+    # the revert preview: one tag taken away, nothing else
+    preview = text_of(revert_preview(client, first))
+    assert preview.count("Tag asyncio") == 1 and "Tag 2" not in preview

@@ -37,7 +37,7 @@ def test_record_page_states_what_the_seed_page_states(seeded, viewer):
     assert 'href="/cases/CP22-003/record.json">Inspect the record' in html
     # scope: the note, the rule that bounds the case, the relation
     assert "those response counts must not be assigned to the RDMA reproduction" in text
-    assert "Must not be attributed here: the 155 production responses of CP22-002" in text
+    assert "Must not be attributed here: the 155 responses (production) of CP22-002" in text
     assert "RULE-CP22-002-RESPONSES-NOT-CP22-003" in text
     assert "did not produce them" in text
     assert "Related but distinct: CP22-002" in text
@@ -106,3 +106,21 @@ def test_markdown_fields_are_rendered(seeded, reviewer):
     assert "<em>emphasis</em>" in account
     assert "<li>one</li>" in account
     assert '<a href="https://example.org/pr" rel="noopener noreferrer nofollow">PR</a>' in account
+
+
+def test_a_withdrawn_claims_words_in_the_lede_and_account_are_marked(seeded, analyst, viewer):
+    from claimsdb.records import record_document
+    from claimsdb.services import case_update, claim_withdraw
+
+    document = record_document("case", "CP22-003")
+    claim_a, claim_b = document["claims"][0], document["claims"][1]
+    document["summary"] = f"In short: {claim_a['statement']}"
+    document["account"] = f"As {claim_b['id']} says, it may happen.\n\nNothing else."
+    case_update(user=analyst, key="CP22-003", document=document, summary="Lede")
+    for claim in (claim_a, claim_b):
+        claim_withdraw(user=analyst, claim_id=claim["id"], summary="W", reason="Not borne out.")
+    html = signed_in(viewer).get("/cases/CP22-003/").content.decode()
+    lede = html.split('<p class="lede">', 1)[1].split("</p>", 1)[0]
+    assert '<del class="withdrawn-claim">' in lede
+    assert f'href="#{claim_a["id"]}">withdrawn: {claim_a["id"]}</a>' in lede
+    assert f'{claim_b["id"]} <span class="withdrawn-flag">(withdrawn)</span> says' in html

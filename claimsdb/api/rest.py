@@ -23,6 +23,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from claimsdb.codes import DocumentCode, DrfCode, PaginationCode
+from claimsdb.records.canonical import unmark, with_literals
+from claimsdb.records.figures import FigureNumber
 
 
 def _refuse_constant(name: str) -> Any:
@@ -39,7 +41,7 @@ class DocumentJSONParser(JSONParser):
         except UnicodeDecodeError as exc:
             raise ParseError(f"the body is not UTF-8 text: {exc}", DocumentCode.MALFORMED) from exc
         try:
-            return json.loads(text, parse_constant=_refuse_constant)
+            return json.loads(text, parse_constant=_refuse_constant, parse_float=FigureNumber)
         except json.JSONDecodeError as exc:
             what = "the body is empty" if not text.strip() else exc.msg
             raise ParseError(
@@ -65,7 +67,7 @@ class CanonicalJSONRenderer(JSONRenderer):
         renderer_context = renderer_context or {}
         indent = self.get_indent(accepted_media_type, renderer_context)
         text = json.dumps(
-            data,
+            with_literals(data),
             cls=self.encoder_class,
             indent=indent,
             ensure_ascii=False,
@@ -73,7 +75,7 @@ class CanonicalJSONRenderer(JSONRenderer):
             sort_keys=True,
             separators=(",", ":") if indent is None else (",", ": "),
         )
-        return text.encode("utf-8")
+        return unmark(text).encode("utf-8")
 
 
 class Pagination(PageNumberPagination):

@@ -10,7 +10,6 @@ served with ``Cache-Control: public, max-age=31536000, immutable``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
@@ -26,7 +25,7 @@ from claimsdb import http_caching
 from claimsdb.access import may_read_working_state, visible_revision_number, visible_revisions
 from claimsdb.codes import RevisionCode
 from claimsdb.models import Revision
-from claimsdb.records import RecordNotFound, RuleViolation, diff
+from claimsdb.records import RecordNotFound, RuleViolation, canonical, diff
 from claimsdb.services import revision_revert
 
 from . import filters
@@ -65,7 +64,7 @@ def revision_summary(revision: Revision) -> dict[str, Any]:
 
 
 def revision_detail(revision: Revision) -> dict[str, Any]:
-    return {**revision_summary(revision), "snapshot": json.loads(revision.snapshot)}
+    return {**revision_summary(revision), "snapshot": canonical.loads(revision.snapshot)}
 
 
 @schema.REVISION_LIST
@@ -168,7 +167,7 @@ class CaseDiffView(RefuseNul, APIView):
         new_number = latest if raw_to in (None, "") else int_param(raw_to, "to", minimum=1)
         old = _revision_of_case(request.user, key, old_number, "from")
         new = _revision_of_case(request.user, key, new_number, "to")
-        changes = diff(json.loads(old.snapshot), json.loads(new.snapshot))
+        changes = diff(canonical.loads(old.snapshot), canonical.loads(new.snapshot))
         return Response(
             {
                 "case": key,

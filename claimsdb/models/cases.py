@@ -88,7 +88,8 @@ class Figure(models.Model):
     case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="figures")
     figure_id = models.CharField(max_length=80, unique=True)
     position = models.PositiveIntegerField()
-    value = models.FloatField()
+    # the number as written (``1.20``, ``155``): see ``claimsdb.records.figures``
+    value = models.CharField(max_length=64)
     unit = models.CharField(max_length=100)
     measure = models.CharField(max_length=100)
     scope = models.CharField(max_length=16, choices=FigureScope.choices)

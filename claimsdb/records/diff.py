@@ -9,6 +9,9 @@ from typing import Any
 
 # Lists whose items carry a stable identity: matched by it rather than by position.
 KEYED_LISTS = {"claims": "id", "figures": "id", "relations": "case", "reproduction_runs": "run_id"}
+# Lists that are sets (docs/record-format.md: sorted, unique): an item comes or goes, and
+# its position says nothing — adding one tag is one change, ``tags[asyncio]`` added.
+SET_LISTS = {"tags"}
 
 
 @dataclass(frozen=True)
@@ -49,13 +52,26 @@ def _diff_value(old: Any, new: Any, path: str, changes: list[Change]) -> None:
     if isinstance(old, list) and isinstance(new, list):
         field_name = path.rsplit(".", 1)[-1]
         identity = KEYED_LISTS.get(field_name)
-        if identity and _all_keyed(old, identity) and _all_keyed(new, identity):
+        if field_name in SET_LISTS and _all_text(old) and _all_text(new):
+            _diff_set(old, new, path, changes)
+        elif identity and _all_keyed(old, identity) and _all_keyed(new, identity):
             _diff_keyed(old, new, path, identity, changes)
         else:
             _diff_positional(old, new, path, changes)
         return
     if old != new or type(old) is not type(new):
         changes.append(Change(path, "changed", old, new))
+
+
+def _all_text(items: list[Any]) -> bool:
+    return all(isinstance(item, str) for item in items)
+
+
+def _diff_set(old: list[str], new: list[str], path: str, changes: list[Change]) -> None:
+    for item in sorted(set(old) - set(new)):
+        changes.append(Change(f"{path}[{item}]", "removed", item, None))
+    for item in sorted(set(new) - set(old)):
+        changes.append(Change(f"{path}[{item}]", "added", None, item))
 
 
 def _all_keyed(items: list[Any], identity: str) -> bool:

@@ -14,13 +14,14 @@ from claimsdb.limits import DOCUMENT_MAX_BYTES
 
 from . import schema
 from .errors import RuleViolation, RuleViolations
+from .figures import FigureNumber
 from .kinds import record_kinds
 
 
 def loads(text: str | bytes) -> Any:
     """Parse JSON text, turning a syntax error into a violation with its position."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=FigureNumber)
     except UnicodeDecodeError as exc:
         raise RuleViolations(
             [RuleViolation(DocumentCode.MALFORMED, f"the file is not UTF-8 text: {exc}", "")]

@@ -76,17 +76,18 @@ class StaleRevision(RuleViolations):
     def __init__(self, *, record: str, expected: int | None, current: int | None):
         self.expected = expected
         self.current = current
+        # what happened, without telling the reader what to do: the pages say that in their
+        # own words (the form keeps the input, merged); the API's message adds the step
+        self.what = (
+            f"{record} has changed since revision {expected}: its latest revision is {current}."
+            if expected is not None
+            else f"{record} was written (revision {current}) after you started."
+        )
         super().__init__(
             [
                 RuleViolation(
                     RevisionCode.STALE,
-                    (
-                        f"{record} has changed since revision {expected}: its latest revision "
-                        f"is {current}. "
-                        if expected is not None
-                        else f"{record} was written (revision {current}) after you started. "
-                    )
-                    + "Reload it, reapply your change and save again.",
+                    f"{self.what} Reload it, reapply your change and save again.",
                     "",
                 )
             ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from claimsdb import choices
@@ -18,6 +19,7 @@ from claimsdb.fieldspec import Field
 from claimsdb.limits import TEXT_MAX_CHARS
 
 from .errors import RuleViolation
+from .figures import figure_number
 
 Problems = list[RuleViolation]
 
@@ -45,7 +47,15 @@ def enum(values: list[str] | tuple[str, ...], code: str = DocumentCode.INVALID_V
 
 
 def pattern(regex: str, code: str, max_length: int | None = None) -> Field:
-    return Field("pattern", pattern=regex, code=code, max_length=max_length)
+    """A string matching ``regex``; a refusal says the pattern in words with an example
+    (``choices.PATTERN_WORDS``), not the regex."""
+    return Field(
+        "pattern",
+        pattern=regex,
+        code=code,
+        max_length=max_length,
+        description=choices.PATTERN_WORDS.get(regex, ""),
+    )
 
 
 def list_of(item: Field, normalize: Callable[[Any], Any] | None = None) -> Field:
@@ -252,7 +262,13 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             )
         if kind == "pattern" and not re.fullmatch(spec.pattern, value):
             problems.append(
-                RuleViolation(spec.code, f"{value!r} does not match {spec.pattern}", path)
+                RuleViolation(
+                    spec.code,
+                    f"{value!r} is not {spec.description}"
+                    if spec.description
+                    else f"{value!r} does not match {spec.pattern}",
+                    path,
+                )
             )
         if kind == "date":
             try:
@@ -278,14 +294,17 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
             return None
         return value
     if kind == "number":
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
             problems.append(
                 RuleViolation(DocumentCode.TYPE, f"must be a number, not {type_name(value)}", path)
             )
             return None
-        if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-            return int(value)
-        return value
+        try:
+            # an integer when integral, otherwise the number as written (records.figures)
+            return figure_number(value)
+        except ValueError as exc:
+            problems.append(RuleViolation("document.type", f"must be a number: {exc}", path))
+            return None
     if kind == "list":
         if not isinstance(value, list):
             problems.append(

@@ -120,10 +120,38 @@ def impact_rests_on_production_figures(state: ScopeState) -> Iterator[RuleViolat
                 AssessmentCode.IMPACT_BASIS,
                 f"impact {impact} is graded, but no claim in the evidence basis supports a "
                 f"production figure attributable to {case}. Leave the impact ungraded with a "
-                "reason, or add such a claim to the evidence basis",
+                f"reason, or add such a claim to the evidence basis{qualifying(state, case)}",
                 f"assessments[{position}].impact",
                 case_record(case),
             )
+
+
+QUALIFYING_NAMED = 5
+
+
+def qualifying(state: ScopeState, case: str) -> str:
+    """The end of an impact refusal: which claims would qualify — those supporting a
+    production figure attributable to ``case`` (its own event's figures, the state holds
+    them all) — or that none does yet."""
+    figures = sorted(
+        (
+            f
+            for f in state.figures.values()
+            if f.scope == "production" and f.claims and state.attributable(f, case)
+        ),
+        key=lambda f: f.figure_id,
+    )
+    if not figures:
+        return (
+            f"; no claim supports a production figure attributable to {case} yet: add one to "
+            "a production figure of this event (its supporting claims) first"
+        )
+    named = [
+        f"{', '.join(sorted(f.claims))} (supporting {f.describe()})"
+        for f in figures[:QUALIFYING_NAMED]
+    ]
+    more = len(figures) - QUALIFYING_NAMED
+    return ": " + "; ".join(named) + (f"; and claims of {more} more figures" if more > 0 else "")
 
 
 @scope_rule(ScopeCode.RELATION_CONFLICT)
@@ -133,15 +161,22 @@ def relations_agree(state: ScopeState) -> Iterator[RuleViolation]:
     kinds: dict[frozenset[str], set[str]] = {}
     for case, other, kind in state.relations:
         kinds.setdefault(frozenset((case, other)), set()).add(kind)
-    # Each relation once, on the side whose document lists it (the other side lists it too
-    # when it is symmetric): a conflict and a bridged rule on one relation are one problem.
-    reported: set[frozenset[str]] = set()
+
+    # Each relation on one side (the other side lists it too when it is symmetric): the
+    # side being written if either is. A conflict of kinds is the relation's one problem;
+    # otherwise each rule it bridges is named, every one of them.
+    def sides(case: str, other: str) -> tuple[tuple[str, str], tuple[str, str]]:
+        if other in state.written and case not in state.written:
+            return ((other, case), (case, other))
+        return ((case, other), (other, case))
+
+    conflicting: set[frozenset[str]] = set()
     for case, other, kind in state.relations:
         if kind != "same_event" or "related_distinct" not in kinds[frozenset((case, other))]:
             continue
-        for subject, partner in ((case, other), (other, case)):
-            if state.reports(subject) and frozenset((case, other)) not in reported:
-                reported.add(frozenset((case, other)))
+        for subject, partner in sides(case, other):
+            if state.reports(subject) and frozenset((case, other)) not in conflicting:
+                conflicting.add(frozenset((case, other)))
                 yield RuleViolation(
                     ScopeCode.RELATION_CONFLICT,
                     f"{subject} and {partner} cannot be both the same event and related but "
@@ -150,9 +185,15 @@ def relations_agree(state: ScopeState) -> Iterator[RuleViolation]:
                     case_record(subject),
                 )
     partners = {(subject, path): partner for (subject, partner, _), path in paths.items()}
-    for _, violation in bridge_hits(state):
+    hits: dict[tuple[frozenset[str], str], RuleViolation] = {}
+    for rule, violation in bridge_hits(state):
         subject = violation.record.removeprefix("case ")
         relation = frozenset((subject, partners.get((subject, violation.path), "")))
-        if state.reports(subject) and relation not in reported:
-            reported.add(relation)
-            yield violation
+        if not state.reports(subject) or relation in conflicting:
+            continue
+        kept = hits.get((relation, rule.key))
+        if kept is None or (
+            subject in state.written and kept.record.removeprefix("case ") not in state.written
+        ):
+            hits[(relation, rule.key)] = violation
+    yield from hits.values()

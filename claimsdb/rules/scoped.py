@@ -142,6 +142,11 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
     # (one condition for either would read every figure), in the full scan's order
     named = Figure.objects.filter(figure_id__in=wanted).order_by()
     rows = named.values_list(*FIGURE_FACTS, "position")
+    # and, where an impact is graded, the cases' own figures: an impact refusal names the
+    # claims that would qualify (the cases are closed under same_event: their whole events)
+    if any(impact is not None for _, _, impact, _ in state.assessments):
+        own = Figure.objects.filter(case__key__in=cases).order_by()
+        rows = rows.union(own.values_list(*FIGURE_FACTS, "position"))
     ordered = sorted(basis)
     for start in range(0, len(ordered), SUPPORTING_CHUNK):
         supporting = Figure.objects.filter(

@@ -10,20 +10,21 @@ from django.db.models import QuerySet
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
 from claimsdb.models import Assessment, Attribution, Figure, Relation, ScopeRule
+from claimsdb.records.figures import figure_text
 
 
 @dataclass(frozen=True)
 class FigureFact:
     figure_id: str
     case: str
-    value: float
+    value: str | float  # the number as written (the table keeps it as text)
     unit: str
     scope: str
     claims: frozenset[str]
 
     def describe(self) -> str:
-        value = int(self.value) if float(self.value).is_integer() else self.value
-        return f"{self.figure_id} ({value} {self.unit}, {self.scope}, of case {self.case})"
+        figure = figure_text(self.value, self.unit)
+        return f"{self.figure_id} ({figure}, {self.scope}, of case {self.case})"
 
 
 # What a figure's facts are read from, as plain rows (no model instance per figure).
@@ -52,7 +53,9 @@ class ScopeState:
     """Figures, attributions, relations, active rules and graded assessments.
 
     ``report`` limits which cases' violations are reported (None: every case), so that a
-    write is refused for what it breaks, not for old problems elsewhere.
+    write is refused for what it breaks, not for old problems elsewhere. ``written`` names
+    the cases a write sends: a problem of a relation both sides list is reported on the
+    side being written, where its editor can see it at the relation's row.
     """
 
     figures: dict[str, FigureFact] = field(default_factory=dict)
@@ -61,6 +64,7 @@ class ScopeState:
     rules: list[RuleFact] = field(default_factory=list)
     assessments: list[tuple[str, int, int | None, frozenset[str]]] = field(default_factory=list)
     report: set[str] | None = None
+    written: frozenset[str] = frozenset()
     _component: dict[str, str] = field(default_factory=dict)
     _rule_for: dict[tuple[str, str], RuleFact] = field(default_factory=dict)
     _supporting: dict[str, list[FigureFact]] = field(default_factory=dict)

@@ -3,12 +3,22 @@ use, and the next free claim ID."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from typing import Any
 
 from django.db import connections, router
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
-from claimsdb.models import Assessment, Case, CaseTag, Claim, ClaimIdReservation, Revision
+from claimsdb.models import (
+    Assessment,
+    Case,
+    CaseTag,
+    Claim,
+    ClaimIdReservation,
+    Figure,
+    Revision,
+)
 from claimsdb.records import record_document
 from claimsdb.records.batched import batch_values
 
@@ -161,6 +171,47 @@ def suggested_claim_ids(case_key: str, count: int) -> list[str]:
             "claim_id", flat=True
         )
     ) | set(Claim.objects.filter(claim_id__startswith=prefix).values_list("claim_id", flat=True))
+    return _next_lettered(prefix, used, count)
+
+
+def suggested_figure_id(case_key: str, taken: Collection[str] = ()) -> str:
+    """The next free ``FIG-<case>-<letter>`` ID (figure IDs are unique across the knowledge
+    base; ``taken`` adds IDs in the form not yet saved). One query."""
+    prefix = f"FIG-{case_key}-"
+    used = set(
+        Figure.objects.filter(figure_id__startswith=prefix).values_list("figure_id", flat=True)
+    )
+    return _next_lettered(prefix, used | set(taken), 1)[0]
+
+
+# the keys a new case is suggested after: a prefix, digits, a hyphen and a number (CP22-003)
+_NUMBERED_KEY = re.compile(r"^([A-Z]+[0-9]*-)([0-9]+)$")
+SUGGESTION_LOOKBACK = 50
+
+
+def suggested_case_key() -> str:
+    """The key after the greatest numbered case key (``CP22-003`` → ``CP22-004``, its
+    zero padding kept), free; empty when there is none to follow. Two queries at most."""
+    keys = list(
+        Case.objects.filter(key__regex=r"^[A-Z]+[0-9]*-[0-9]+$")
+        .order_by("-key")
+        .values_list("key", flat=True)[:SUGGESTION_LOOKBACK]
+    )
+    numbered = [m for m in map(_NUMBERED_KEY.match, keys) if m]
+    if not numbered:
+        return ""
+    prefix = max(numbered, key=lambda m: m.group(0)).group(1)
+    same = [m for m in numbered if m.group(1) == prefix]
+    width = len(same[0].group(2))
+    taken = {m.group(0) for m in same}
+    number = max(int(m.group(2)) for m in same) + 1
+    while f"{prefix}{number:0{width}d}" in taken:  # pragma: no cover - max + 1 is free
+        number += 1
+    return f"{prefix}{number:0{width}d}"
+
+
+def _next_lettered(prefix: str, used: set[str], count: int) -> list[str]:
+    """The first ``count`` IDs ``prefix`` + A, B, … Z, AA, … not in ``used``."""
     found: list[str] = []
     number = 0
     while len(found) < count:

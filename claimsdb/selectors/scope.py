@@ -11,6 +11,7 @@ from django.db.models import Q, QuerySet
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
 from claimsdb.models import Figure, Relation, ScopeRule
+from claimsdb.records.figures import figure_number, figure_words
 
 from .cases import case_document_or_none
 
@@ -45,7 +46,8 @@ def case_scope(key: str) -> dict[str, Any]:
         return {
             "key": rule.key,
             "figure": rule.figure,
-            "figure_value": figure.value if figure else None,
+            "figure_value": figure_number(figure.value) if figure else None,
+            "figure_words": figure_words(figure.value, figure.unit, figure.scope) if figure else "",
             "figure_unit": figure.unit if figure else "",
             "figure_scope": figure.scope if figure else "",
             "figure_case": figure.case.key if figure else "",
@@ -103,7 +105,7 @@ def figures_by_id(figure_ids: set[str] | list[str]) -> dict[str, dict[str, Any]]
         f.figure_id: figure_row(
             {
                 "id": f.figure_id,
-                "value": f.value,
+                "value": figure_number(f.value),
                 "unit": f.unit,
                 "measure": f.measure,
                 "scope": f.scope,
@@ -139,6 +141,9 @@ def scope_sections(
             "key": rule["key"],
             "figure": rule["figure"],
             "figure_value": figure["value"] if figure else None,
+            "figure_words": figure_words(figure["value"], figure["unit"], figure["scope"])
+            if figure
+            else "",
             "figure_unit": figure["unit"] if figure else "",
             "figure_scope": figure["scope"] if figure else "",
             "figure_case": figure["case"] if figure else "",

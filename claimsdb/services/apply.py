@@ -27,6 +27,7 @@ from claimsdb.models import (
     Source,
     Unknown,
 )
+from claimsdb.records.figures import number_literal
 
 from . import search_index
 from .rows import column, insert_rows, insert_tuples, reserve_ids
@@ -413,7 +414,7 @@ def _apply_figures(cases: dict[str, int], documents: list[dict[str, Any]], old: 
         for index, f in enumerate(d["figures"]):
             values = (
                 index,
-                f["value"],
+                number_literal(f["value"]),
                 f["unit"],
                 f["measure"],
                 f["scope"],

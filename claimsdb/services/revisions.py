@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib.auth.models import User
 
 from claimsdb.models import Revision
-from claimsdb.records import RecordNotFound
+from claimsdb.records import RecordNotFound, canonical
 
 from .records import ANY_REVISION, record_change
 from .writer import WriteOutcome
@@ -51,7 +50,7 @@ def revert_document(revision: Revision, current: dict[str, Any] | None) -> dict[
     Reading only: the revert page shows this to the reviewer before anything is written,
     and ``revision_revert`` writes the very same document.
     """
-    document = json.loads(revision.snapshot)
+    document = canonical.loads(revision.snapshot)
     if current is not None and revision.record_kind == "case":
         document["reproduction_runs"] = current["reproduction_runs"]
     return document

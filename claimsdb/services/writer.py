@@ -622,6 +622,7 @@ def _scope_violations(writes: list[RecordWrite], previous: Previous | None = Non
     if not existing:  # cases that do not exist yet break no rule before the change
         return ScopeBaseline(frozenset(cases), frozenset(), frozenset())
     state = load_scoped(existing)
+    state.written = frozenset(w.key for w in writes if w.kind == "case")
     return ScopeBaseline(frozenset(cases), frozenset(run_scope_rules(state)), _figure_owners(state))
 
 
@@ -642,6 +643,7 @@ def _check_scope(writes: list[RecordWrite], before: ScopeBaseline) -> frozenset[
     )
     written_cases = {w.key: w for w in writes if w.kind == "case"}
     written_rules = {w.key: w for w in writes if w.kind == "rule"}
+    state.written = frozenset(written_cases)
     problems: list[RuleViolation] = []
     for violation in run_scope_rules(state):
         case_key = violation.record.removeprefix("case ")

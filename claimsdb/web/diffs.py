@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from claimsdb import choices
 from claimsdb.records import Change, diff
+from claimsdb.records.figures import number_text
 
 FIELD_NAMES = {
     "account": "Full account",
@@ -34,6 +35,7 @@ FIELD_NAMES = {
     "reproduction_runs": "Reproduction run",
     "scope_note": "Scope note",
     "status_note": "status note",
+    "tags": "Tag",
     "unknowns": "Unknown",
 }
 _SEGMENT = re.compile(r"([A-Za-z_]+)(?:\[([^\]]*)\])?")
@@ -103,8 +105,10 @@ def value_text(value: Any) -> str:
         return "—"
     if isinstance(value, str):
         return value if value else "(empty)"
-    if isinstance(value, bool | int | float):
+    if isinstance(value, bool):
         return json.dumps(value)
+    if isinstance(value, int | float):
+        return number_text(value)  # a figure's value as written
     return ", ".join(value_text(item) for item in value)
 
 

@@ -43,6 +43,7 @@ from .access import request_has_role
 from .diffs import document_changes
 from .forms import SaveForm
 from .pickers import PickerField
+from .presenters import sentence_end
 
 ADD_ROW = "add_row"  # the "Add another row" button: its value names the list (formset prefix)
 ROWS_MAX = 200  # rows a list editor can grow to by "Add another row"
@@ -375,7 +376,7 @@ class RecordEditView(View):
             base=base,
             current=stale.current,
             rows=document_changes(old, current) if old is not None else [],
-            message=stale.violations[0].message,
+            message=stale.what,
         )
         data = self.request.POST.copy()
         both_changed: dict[str, list[str]] = {}
@@ -396,8 +397,8 @@ class RecordEditView(View):
                 shown = " / ".join(v for v in theirs if v) or "(empty)"
                 form.add_error(
                     field_name,
-                    f"Also changed in revision {stale.current}, to: {shown}. Your value is "
-                    "kept here; saving again keeps it.",
+                    f"Also changed in revision {stale.current}, to: {sentence_end(shown)} "
+                    "Your value is kept here; saving again keeps it.",
                 )
         return self.render_page(section, SaveForm(data), conflict=conflict, status=409)
 

@@ -11,6 +11,7 @@ from django.forms import formset_factory
 
 from claimsdb import choices
 from claimsdb.codes import AttributionCode, EvidenceCode, RelationCode, RuleCode
+from claimsdb.records.figures import FigureNumber
 
 from .pickers import Picker, PickerField
 
@@ -197,7 +198,8 @@ class EvidenceLinkForm(ListRowForm):
 
 class FigureForm(ListRowForm):
     id = forms.CharField(max_length=choices.ID_MAX_LENGTH, label="Figure ID")
-    value = forms.FloatField()
+    # a decimal, not a float: "1.20" is kept as typed (claimsdb.records.figures)
+    value = forms.DecimalField(help_text="as the source gives it: 1.2, 1.20, 155")
     unit = forms.CharField(max_length=100)
     measure = forms.CharField(max_length=100, help_text="e.g. affected_responses")
     scope = forms.ChoiceField(choices=choices.FigureScope.choices)
@@ -214,6 +216,21 @@ class FigureForm(ListRowForm):
         for claim_id in self.initial.get("claims") or []:
             options = with_current(options, claim_id)
         self.fields["claims"].choices = options
+
+
+class SelectSomeDisabled(forms.Select):
+    """A select whose options in ``disabled`` cannot be chosen (they are listed, with the
+    reason in their text, so that the analyst sees why), except the value already chosen."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.disabled: set[str] = set()
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if str(value) in self.disabled and not selected:
+            option["attrs"]["disabled"] = True
+        return option
 
 
 class AttributionForm(ListRowForm):
@@ -454,7 +471,7 @@ class JSONField(forms.CharField):
     def to_python(self, value):
         value = super().to_python(value)
         try:
-            return json.loads(value)
+            return json.loads(value, parse_float=FigureNumber)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from exc
 

@@ -8,20 +8,24 @@ leave as sanitized HTML; plain-text fields stay text and are escaped by the temp
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from claimsdb import choices, public
 from claimsdb.models import AssessmentMethod, Release, Revision
+from claimsdb.records.figures import figure_text, number_text
 from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors.methods import methods_by_key
 from claimsdb.selectors.revisions import claim_withdrawals
 from claimsdb.selectors.scope import scope_of_document
 from claimsdb.selectors.sources import sources_as_of, sources_by_key
 
-from .markdown import render_markdown
+from .markdown import page_excerpt, render_markdown
 from .repro import runs_by_claim
 
 LABELS: dict[str, dict[str, str]] = {
@@ -48,6 +52,20 @@ KIND_DEFINITIONS: dict[str, dict[str, str]] = {
         choices.ControlKind.DETECTION: "shows that it is happening or has happened",
         choices.ControlKind.FIX: "removes the cause",
     },
+    "case_relation": {
+        choices.RelationKind.SAME_EVENT: (
+            "one incident seen twice: figures may be attributed between the two cases "
+            "(shown on both)"
+        ),
+        choices.RelationKind.RELATED_DISTINCT: (
+            "a related mechanism or cause, but another event: figures stay with their own "
+            "case (shown on both)"
+        ),
+        choices.RelationKind.REPRODUCTION_OF: "this case reproduces the other one",
+        choices.RelationKind.VARIANT_OF: "the same flaw in another form, product or setting",
+        choices.RelationKind.FOLLOW_UP_OF: "later work on the other case (a fix, a new finding)",
+        choices.RelationKind.DUPLICATE_OF: "the same record entered twice; the other one is kept",
+    },
     "unknown_kind": {
         choices.UnknownKind.UNKNOWN: "not established by the evidence either way",
         choices.UnknownKind.CONTRADICTION: "sources or claims that disagree",
@@ -67,10 +85,11 @@ def parse_date(value: str | None) -> dt.date | None:
         return None
 
 
-def number_text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return f"{value:,}" if isinstance(value, int) else str(value)
+def sentence_end(text: str) -> str:
+    """``text`` ending a sentence: a full stop added unless it already ends with one (or
+    with ``?``, ``!`` or an ellipsis), so a value that ends a sentence never reads ".."."""
+    stripped = text.rstrip()
+    return stripped if stripped.endswith((".", "?", "!", "…")) else f"{stripped}."
 
 
 def safe_url(url: str) -> str:
@@ -192,6 +211,51 @@ def kinds_with_definitions(
     return [{**item, "kind_label": label(vocabulary, item["kind"])} for item in items], legend
 
 
+def vocabulary_legend(vocabulary: str) -> list[dict[str, Any]]:
+    """Every kind of a vocabulary with its label and definition, in the vocabulary's order:
+    the legend of a form that chooses one."""
+    return [
+        {"kind": kind, "label": label(vocabulary, kind), "definition": definition}
+        for kind, definition in KIND_DEFINITIONS[vocabulary].items()
+    ]
+
+
+_TAG = re.compile(r"(<[^>]*>)")
+
+
+def mark_withdrawn(html: str, withdrawn: list[tuple[str, str]]) -> SafeString:
+    """Sanitized ``html`` (a lede, an account) with what it says of withdrawn claims
+    marked: a withdrawn claim's statement, where the text repeats it, struck through and
+    flagged with a link to the claim; a withdrawn claim's ID, flagged. Only text between
+    tags is touched."""
+    if not withdrawn:
+        return mark_safe(html)
+    pieces = _TAG.split(str(html))
+    for index, piece in enumerate(pieces):
+        if not piece or piece.startswith("<"):
+            continue
+        for claim_id, statement in withdrawn:
+            flag = (
+                f' <a class="withdrawn-flag" href="#{escape(claim_id)}">'
+                f"withdrawn: {escape(claim_id)}</a>"
+            )
+            sentence = str(escape(statement.strip()))
+            for said in (sentence, sentence.rstrip(".")):
+                if said and said in piece:
+                    piece = piece.replace(
+                        said, f'<del class="withdrawn-claim">{said}</del>{flag}', 1
+                    )
+                    break
+            else:
+                piece = re.sub(
+                    rf"\b{re.escape(claim_id)}\b(?!-)",
+                    lambda m: f'{m.group(0)} <span class="withdrawn-flag">(withdrawn)</span>',
+                    piece,
+                )
+        pieces[index] = piece
+    return mark_safe("".join(pieces))
+
+
 def normalized_text(text: str) -> str:
     return " ".join(text.split())
 
@@ -221,6 +285,7 @@ class CasePage:
     key: str
     title: str
     summary: str
+    summary_html: str  # the lede as shown (shortened), a withdrawn claim's words marked
     status: str
     status_label: str
     tags: list[str]
@@ -400,6 +465,9 @@ def case_page(
     ]
     runs = runs_by_claim(document["reproduction_runs"])
     withdrawn = [c["id"] for c in document["claims"] if c["status"] == "withdrawn"]
+    withdrawn_statements = [
+        (c["id"], c["statement"]) for c in document["claims"] if c["status"] == "withdrawn"
+    ]
     withdrawals = claim_withdrawals(document["key"], withdrawn, up_to=revision) if withdrawn else {}
     claims = [
         {
@@ -440,6 +508,9 @@ def case_page(
         key=document["key"],
         title=document["title"],
         summary=document["summary"],
+        summary_html=mark_withdrawn(
+            escape(page_excerpt(document["summary"])[0]), withdrawn_statements
+        ),
         status=document["status"],
         status_label=label("case_status", document["status"]),
         tags=document["tags"],
@@ -449,6 +520,7 @@ def case_page(
             {
                 **f,
                 "value_text": number_text(f["value"]),
+                "text": figure_text(f["value"], f["unit"]),
                 "scope_label": label("figure_scope", f["scope"]),
             }
             for f in document["figures"]
@@ -459,6 +531,9 @@ def case_page(
                 "role_label": label("attribution_role", a["role"]),
                 "figure_view": figures.get(a["figure"]),
                 "value_text": number_text(figures[a["figure"]]["value"])
+                if a["figure"] in figures
+                else "",
+                "text": figure_text(figures[a["figure"]]["value"], figures[a["figure"]]["unit"])
                 if a["figure"] in figures
                 else "",
             }
@@ -476,7 +551,10 @@ def case_page(
         basis_repeats=repeated_texts(document["basis"], shown),
         narrative_repeats_reason=narrative_repeats_reason,
         limits_html=render_markdown(document["limits"], full_text_url=full_text_url),
-        account_html=render_markdown(document["account"], full_text_url=full_text_url),
+        account_html=mark_withdrawn(
+            render_markdown(document["account"], full_text_url=full_text_url),
+            withdrawn_statements,
+        ),
         claims=claims,
         controls=controls,
         control_legend=control_legend,

@@ -6,7 +6,6 @@ service inside its transaction).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from django import forms
@@ -22,7 +21,7 @@ from django.utils.feedgenerator import Atom1Feed
 
 from claimsdb import access, choices, citation, http_caching, public
 from claimsdb.models import Release, ReleaseChange, ReleaseEntry, Revision
-from claimsdb.records import PermissionDenied, RuleViolations
+from claimsdb.records import PermissionDenied, RuleViolations, canonical
 from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors.releases import release_entry_list, with_previous_revisions
 from claimsdb.services.permissions import has_role
@@ -455,7 +454,7 @@ def record_citation(request: HttpRequest, kind: str, key: str, fmt: str) -> Http
         revision = public.released_revision(kind, key)
     if revision is None:
         raise Http404(f"no visible {kind} {key}")
-    document = json.loads(revision.snapshot)
+    document = canonical.loads(revision.snapshot)
     release = public.release_of_revision(kind, key, revision.number)
     body = render_citation(document, revision, release, base_url=request.build_absolute_uri("/"))
     response = HttpResponse(body, content_type=content_type)

@@ -10,7 +10,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from claimsdb.models import AssessmentMethod
-from claimsdb.selectors.cases import suggested_claim_id
+from claimsdb.records.figures import figure_words
+from claimsdb.selectors.cases import (
+    suggested_case_key,
+    suggested_claim_id,
+    suggested_figure_id,
+)
 from claimsdb.selectors.methods import method_list, methods_by_key
 from claimsdb.selectors.scope import figures_by_id, forbidding_rules
 from claimsdb.selectors.sources import sources_by_key
@@ -34,7 +39,7 @@ from ..forms import (
     list_formset,
 )
 from ..pickers import Picker
-from ..presenters import cited_source_keys, number_text
+from ..presenters import cited_source_keys, vocabulary_legend
 
 NEW_SOURCE = "new_source"  # the claim form's "Create a new source…" button (value: the row)
 CASE_FIELDS = ("title", "status", "summary", "scope_note", "basis", "limits", "account", "tags")
@@ -90,7 +95,7 @@ class CaseCreateView(RecordEditView):
         return {
             "case": NewCaseForm(
                 data,
-                initial={"status": "draft"},
+                initial={"status": "draft", "key": suggested_case_key()},
                 prefix="case",
                 may_set_ready=request_has_role(self.request, "reviewer"),
             )
@@ -423,6 +428,8 @@ class ListEditView(RecordEditView):
     formset_class: Any = None
     anchor = ""
     intro = ""
+    # the field of a row that answers for the row as a whole (a refused relation: its kind)
+    row_field = ""
 
     @property
     def default_summary(self) -> str:
@@ -452,7 +459,10 @@ class ListEditView(RecordEditView):
         placer.section(self.list_name, "rows")
         for position, row in enumerate(list_rows(section["rows"])):
             items.append(self.to_item(row_data(row)))
-            placer.add(f"{self.list_name}[{position}]", row)
+            fields = {name: name for name in row.fields}
+            if self.row_field:
+                fields[""] = self.row_field
+            placer.add(f"{self.list_name}[{position}]", row, fields)
         document[self.list_name] = items
         return document
 
@@ -475,6 +485,17 @@ class FiguresEditView(ListEditView):
 
     def form_kwargs(self, document):
         return {"claim_choices": claim_choices(document)}
+
+    def build_forms(self, data, document):
+        section = super().build_forms(data, document)
+        rows = section["rows"]
+        blank = rows.initial_form_count()
+        if blank < len(rows.forms):
+            # the first blank row offers the next free ID, as a new claim does; left as it
+            # is, the row stays blank (its value is its initial one)
+            taken = {f["id"] for f in document["figures"]}
+            rows.forms[blank].fields["id"].initial = suggested_figure_id(document["key"], taken)
+        return section
 
     def to_item(self, data):
         data["id"] = data["id"].strip()
@@ -500,17 +521,21 @@ class AttributionsEditView(ListEditView):
         self.barred = [
             {
                 "figure": figure_id,
-                "text": f"{number_text(figures[figure_id]['value'])} {figures[figure_id]['unit']} "
-                f"({figures[figure_id]['scope']}) of {figures[figure_id]['case']}",
+                "text": f"{figure_words(figure['value'], figure['unit'], figure['scope'])} "
+                f"of {figure['case']}",
                 "rule": rule,
             }
             for figure_id, rule in forbidden.items()
-            if figure_id in figures
+            if (figure := figures.get(figure_id)) is not None
         ]
         return {"figure_picker": Picker.of("figure", case=document["key"])}
 
     def extra_context(self):
-        return {**super().extra_context(), "barred": getattr(self, "barred", [])}
+        return {
+            **super().extra_context(),
+            "barred": getattr(self, "barred", []),
+            "elsewhere": getattr(self, "elsewhere", []),
+        }
 
 
 class RelationsEditView(ListEditView):
@@ -518,6 +543,11 @@ class RelationsEditView(ListEditView):
     formset_class = RelationFormSet
     page_title = "Edit relations"
     anchor = "scope"
+    row_field = "kind"
+
+    def extra_context(self):
+        return {**super().extra_context(), "legend": vocabulary_legend("case_relation")}
+
     intro = (
         "Relations to other cases. Symmetric relations (same event, related but distinct) "
         "show on both cases."

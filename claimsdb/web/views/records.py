@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from claimsdb import choices, public
 from claimsdb.access import VisibleDocument
+from claimsdb.records.figures import figure_words
 from claimsdb.selectors import methods as method_reads
 from claimsdb.selectors import revisions as revision_reads
 from claimsdb.selectors import scope as scope_reads
@@ -29,7 +30,6 @@ from ..pagination import paginate, paginate_rows
 from ..presenters import (
     label,
     material_history_rows,
-    number_text,
     revision_rows,
     source_view,
 )
@@ -230,7 +230,9 @@ def rule_detail(request: HttpRequest, key: str) -> HttpResponse:
         {
             "rule": visible.document,
             "figure": figure,
-            "figure_value": number_text(figure["value"]) if figure else "",
+            "figure_words": figure_words(figure["value"], figure["unit"], figure["scope"])
+            if figure
+            else "",
             "revision": visible.revision,
             **record_history_context(visible, "rule", key),
             "can_review": request_has_role(request, "reviewer"),
