@@ -73,7 +73,7 @@ def apply_sources(documents: list[dict[str, Any]]) -> None:
             for d in documents
         },
     )
-    search_index.index_sources([d["key"] for d in documents])
+    search_index.index_sources(documents)
 
 
 def apply_rules(documents: list[dict[str, Any]]) -> None:
@@ -221,7 +221,7 @@ def apply_case_contents(
     _restore_runs(cases, [d for d in documents if current[d["key"]] is None])
     search_index.index_cases(
         [
-            cases[d["key"]]
+            d
             for d in documents
             if (live := current[d["key"]]) is None
             or any(live[name] != d[name] for name in search_index.CASE_FIELDS)

@@ -14,9 +14,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from django.db import connection
-
-from claimsdb.models import Case, Claim, ReleaseChange, ReleaseEntry, Revision, SearchEntry, Source
+from claimsdb.models import ReleaseChange, ReleaseEntry, Revision, SearchEntry
 from claimsdb.models import SearchKind as Kind
 from claimsdb.models import SearchScope as Scope
 from claimsdb.models.search import MORE_SEPARATOR
@@ -97,66 +95,29 @@ def source_entry(
 CASE_FIELDS = ("title", "summary", "status", "claims", "tags", "figures", "account", "basis")
 
 
-def index_cases(case_pks: list[int]) -> None:
-    """Replace the working entries of these cases (by primary key) and their claims with
-    what the live tables now hold (the cases as just written): per 500 cases, one
-    ``DELETE`` and one ``INSERT … SELECT`` from the case and claim rows, so no entry is
-    built in Python."""
-    if not case_pks:
-        return
-    quote = connection.ops.quote_name
-    entries, case, claim = (quote(m._meta.db_table) for m in (SearchEntry, Case, Claim))
-    for start in range(0, len(case_pks), _CHUNK):
-        chunk = case_pks[start : start + _CHUNK]
-        among_cases, params = _among("c.id", chunk)
-        among_claims, claim_params = _among("cl.case_id", chunk)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"DELETE FROM {entries} WHERE scope = %s AND case_key IN "
-                f"(SELECT c.key FROM {case} c WHERE {among_cases})",
-                [_WORKING, *params],
-            )
-            cursor.execute(
-                f"INSERT INTO {entries} ({_COLUMNS}) "
-                f"SELECT %s, %s, c.key, c.key, c.status, '', c.title, c.summary, {_NO_REVISION} "
-                f"FROM {case} c WHERE {among_cases} "
-                f"UNION ALL SELECT %s, %s, cl.claim_id, c.key, cl.status, '', '', cl.statement, "
-                f"{_NO_REVISION} FROM {claim} cl JOIN {case} c ON c.id = cl.case_id "
-                f"WHERE {among_claims}",
-                [_WORKING, Kind.CASE.value, *params, _WORKING, Kind.CLAIM.value, *claim_params],
-            )
+def index_cases(documents: list[dict[str, Any]]) -> None:
+    """Replace the working entries of these cases and their claims with those of the
+    documents (the cases as just written). A fixed number of queries per 500 cases."""
+    for start in range(0, len(documents), _CHUNK):
+        chunk = documents[start : start + _CHUNK]
+        SearchEntry.objects.filter(
+            scope=Scope.WORKING, case_key__in=[d["key"] for d in chunk]
+        ).delete()
+        SearchEntry.objects.bulk_create(
+            [e for d in chunk for e in case_entries(d, scope=Scope.WORKING)], batch_size=_BATCH
+        )
 
 
-def index_sources(keys: list[str]) -> None:
-    """Replace the working entries of these sources with what the source table now holds:
-    per 500 sources, one ``DELETE`` and one ``INSERT … SELECT``."""
-    quote = connection.ops.quote_name
-    entries, source = quote(SearchEntry._meta.db_table), quote(Source._meta.db_table)
-    for start in range(0, len(keys), _CHUNK):
-        chunk = keys[start : start + _CHUNK]
-        SearchEntry.objects.filter(scope=Scope.WORKING, kind=Kind.SOURCE, key__in=chunk).delete()
-        among, params = _among("s.key", chunk)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {entries} ({_COLUMNS}) "
-                f"SELECT %s, %s, s.key, '', s.status, s.kind, s.title, '', {_NO_REVISION} "
-                f"FROM {source} s WHERE {among}",
-                [_WORKING, Kind.SOURCE.value, *params],
-            )
-
-
-_WORKING = Scope.WORKING.value
-_NO_REVISION = "CAST(NULL AS bigint)"  # typed, or a UNION would make it text
-
-# The columns an entry is written with (the search vector is generated from them).
-_COLUMNS = "scope, kind, key, case_key, status, source_kind, title, text, revision"
-
-
-def _among(column: str, values: list[Any]) -> tuple[str, list[Any]]:
-    """``column`` among ``values``: one array parameter on PostgreSQL, a list elsewhere."""
-    if connection.vendor == "postgresql":
-        return f"{column} = ANY(%s)", [values]
-    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
+def index_sources(documents: list[dict[str, Any]]) -> None:
+    """Replace the working entries of these sources with those of the documents."""
+    for start in range(0, len(documents), _CHUNK):
+        chunk = documents[start : start + _CHUNK]
+        SearchEntry.objects.filter(
+            scope=Scope.WORKING, kind=Kind.SOURCE, key__in=[d["key"] for d in chunk]
+        ).delete()
+        SearchEntry.objects.bulk_create(
+            [source_entry(d, scope=Scope.WORKING) for d in chunk], batch_size=_BATCH
+        )
 
 
 def index_release_entries(entries: Iterable[ReleaseEntry]) -> None:
