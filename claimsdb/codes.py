@@ -45,7 +45,11 @@ class DocumentCode(Code):
         "document.invalid_value",
         "a value outside the field's vocabulary, pattern, or length",
     )
-    DUPLICATE_KEY = "document.duplicate_key", "the same record twice in one bundle"
+    DUPLICATE_KEY = (
+        "document.duplicate_key",
+        "the same record twice in one bundle, or the same key twice in one JSON object (the "
+        "path names the object and the key)",
+    )
     TOO_LARGE = (
         "document.too_large",
         "a document larger than a document may be (docs/limits.md)",
@@ -418,6 +422,19 @@ class RequestCode(Code):
     )
 
 
+class InputCode(Code):
+    """Text that comes from outside claimsdb: a request's path, query string and form
+    fields, and the strings and keys of every JSON document it reads (API bodies, bundles,
+    fixtures, the web's JSON fields)."""
+
+    INVALID_TEXT = (
+        "input.invalid_text",
+        "a NUL character, or a lone UTF-16 surrogate (U+D800 to U+DFFF, which no UTF-8 text "
+        "holds), in the URL's path, the query string, a form field or a JSON string or key "
+        "(HTTP 400; the path names the parameter, field or JSON path)",
+    )
+
+
 class SigninCode(Code):
     """Signing in, on the web or for an API token."""
 
@@ -493,6 +510,7 @@ FAMILIES: tuple[type[Code], ...] = (
     PaginationCode,
     ServerCode,
     RequestCode,
+    InputCode,
     SigninCode,
     DrfCode,
 )

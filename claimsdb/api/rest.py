@@ -22,30 +22,26 @@ from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+from claimsdb.codes import DocumentCode
+from claimsdb.records import jsontext
+from claimsdb.records.errors import RuleViolations
 
 
 class DocumentJSONParser(JSONParser):
-    """Strict JSON (no NaN/Infinity); a malformed body is a 400 ``document.malformed``."""
+    """Strict JSON (``records/jsontext.py``): no NaN/Infinity, no repeated key, no NUL or
+    lone surrogate in a string. A malformed body is a 400 ``document.malformed``; the other
+    problems are listed with their JSON paths."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         raw = stream.read() if stream is not None else b""
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ParseError(f"the body is not UTF-8 text: {exc}", "document.malformed") from exc
-        try:
-            return json.loads(text, parse_constant=_refuse_constant)
-        except json.JSONDecodeError as exc:
-            what = "the body is empty" if not text.strip() else exc.msg
-            raise ParseError(
-                f"not valid JSON: {what} (line {exc.lineno}, column {exc.colno})",
-                "document.malformed",
-            ) from exc
-        except (ValueError, RecursionError) as exc:
-            raise ParseError(f"not valid JSON: {exc}", "document.malformed") from exc
+            return jsontext.loads(raw)
+        except RuleViolations as refused:
+            first = refused.violations[0]
+            if first.code == DocumentCode.MALFORMED:
+                message = first.message.replace("the document is empty", "the body is empty")
+                raise ParseError(message, DocumentCode.MALFORMED) from refused
+            raise
 
 
 class MergePatchParser(DocumentJSONParser):

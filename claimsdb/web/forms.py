@@ -10,6 +10,8 @@ from django import forms
 from django.forms import formset_factory
 
 from claimsdb import choices
+from claimsdb.records import jsontext
+from claimsdb.records.errors import RuleViolations
 
 DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
 MARKDOWN_HELP = (
@@ -455,9 +457,11 @@ class JSONField(forms.CharField):
     def to_python(self, value):
         value = super().to_python(value)
         try:
-            return json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from exc
+            return jsontext.loads(value)
+        except RuleViolations as refused:
+            raise forms.ValidationError(
+                [f"{v.path}: {v.message}" if v.path else v.message for v in refused.violations]
+            ) from refused
 
 
 class MethodForm(forms.Form):
