@@ -68,6 +68,12 @@ class RecordCode(Code):
     """A record addressed by its key."""
 
     KEY_FORMAT = "record.key_format", "a record key does not match its pattern"
+    KEY_LOOKALIKE = (
+        "record.key_lookalike",
+        "a new key (or figure ID) differs from an existing one of its kind only by characters "
+        "that look alike (0 and O; 1, I and l; m and rn: Unicode's confusables); the message "
+        "names the existing one",
+    )
     EXISTS = "record.exists", "creating a record whose key is taken (HTTP 409)"
     KEY_MISMATCH = (
         "record.key_mismatch",

@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import F, Model, Q
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
+from claimsdb.lookalike import skeleton
 from claimsdb.models import (
     Assessment,
     AssessmentMethod,
@@ -101,7 +102,8 @@ def _upsert(model: type[Model], rows: dict[str, dict[str, Any]]) -> dict[str, Mo
     for key, values in rows.items():
         obj = existing.get(key)
         if obj is None:
-            created.append(model(key=key, **values))
+            # every record kind's row keeps its key's skeleton, for look-alike keys
+            created.append(model(key=key, key_skeleton=skeleton(key), **values))
             continue
         if any(getattr(obj, name) != value for name, value in values.items()):
             for name, value in values.items():
@@ -299,7 +301,14 @@ def _apply_figures(cases: dict[str, Case], documents: list[dict[str, Any]], old:
             }
             figure = existing.get(f["id"])
             if figure is None:
-                created.append(Figure(case=cases[d["key"]], figure_id=f["id"], **values))
+                created.append(
+                    Figure(
+                        case=cases[d["key"]],
+                        figure_id=f["id"],
+                        id_skeleton=skeleton(f["id"]),
+                        **values,
+                    )
+                )
             else:
                 for name, value in values.items():
                     setattr(figure, name, value)
