@@ -11,8 +11,12 @@ Two views of the knowledge base:
   working state do not exist for them.
 
 The released record is read through ``claimsdb.public``, so the pages and the API show the
-public the same thing. The web (``web/access.py``) and the API (``api/visibility.py``,
-``api/permissions.py``) only adapt these answers to their requests and their errors.
+public the same thing. What a release holds is decided by ``services/releases.py``: a
+record the public sees names nothing it does not see (a scope rule naming a case never
+released waits for that case), so every public read that follows the latest release's
+entries reveals nothing of the work in progress. The web (``web/access.py``) and the API
+(``api/visibility.py``, ``api/permissions.py``) only adapt these answers to their requests
+and their errors.
 
 A user's role is read once per request: with the signed-in user when it came from a
 session (``permissions.loaded_role``), and kept on the user object, which Django and DRF
