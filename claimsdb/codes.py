@@ -222,6 +222,12 @@ class RelationCode(Code):
 class CaseCode(Code):
     """A case document as a whole."""
 
+    TAG_NEAR_DUPLICATE = (
+        "case.tag_near_duplicate",
+        "a tag no case has yet that differs from one in use only by look-alike characters, "
+        "hyphens, underscores, dots or spaces (kvcache beside kv-cache): the message names the "
+        "tag in use",
+    )
     REPRODUCTION_RUNS_READONLY = (
         "case.reproduction_runs_readonly",
         "a document must carry exactly the imported runs the case has: runs are written only "

@@ -14,9 +14,9 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from claimsdb.codes import RecordCode
+from claimsdb.codes import CaseCode, RecordCode
 from claimsdb.lookalike import skeleton
-from claimsdb.models import Assessment, AssessmentMethod, Case, Figure, Revision
+from claimsdb.models import Assessment, AssessmentMethod, Case, CaseTag, Figure, Revision
 from claimsdb.records import (
     RecordExists,
     RecordNotFound,
@@ -35,6 +35,7 @@ from claimsdb.rules.context import CaseContextRequest, DocumentContext
 from claimsdb.rules.context import case_contexts as load_case_contexts
 from claimsdb.rules.scope import bridge_hits, non_attribution_hits
 from claimsdb.rules.scoped import affected_cases, load_scoped
+from claimsdb.selectors.cases import case_tags
 
 from . import apply, lookups
 from .ledger import RevisionChain, lock_head
@@ -195,8 +196,49 @@ def _validate_fields(
             problems.append(violation.prefixed(write.path) if write.path else violation)
     problems.extend(pending.conflicts())
     problems.extend(_lookalikes(writes, previous))
+    problems.extend(_near_duplicate_tags(writes))
     if problems:
         raise RuleViolations(problems)
+
+
+def _loose_tag(tag: str) -> str:
+    return skeleton(tag.translate(_TAG_SEPARATORS))
+
+
+_TAG_SEPARATORS = str.maketrans("", "", "-_. ")
+
+
+def _near_duplicate_tags(writes: list[RecordWrite]) -> list[RuleViolation]:
+    """Tags no case has yet that look like a tag in use (``kvcache``, ``kv_cache`` or
+    ``rdrna`` beside ``kv-cache`` and ``rdma``): refused, naming the tag to use. Tags are
+    normalized first (``schema.normalize_tag``), so ``RDMA`` simply is ``rdma``. One query
+    for the tags of the change, and one more, along the index of names, only when one of
+    them is new."""
+    cases = [w for w in writes if w.kind == "case" and w.document["tags"]]
+    wanted = {tag for w in cases for tag in w.document["tags"]}
+    if not wanted:
+        return []
+    used = set(CaseTag.objects.filter(name__in=wanted).values_list("name", flat=True))
+    if not wanted - used:
+        return []
+    in_use: dict[str, str] = {}
+    for name in case_tags():
+        in_use.setdefault(_loose_tag(name), name)
+    problems = []
+    for write in cases:
+        for index, tag in enumerate(write.document["tags"]):
+            other = in_use.get(_loose_tag(tag)) if tag not in used else None
+            if other is not None and other != tag:
+                path = f"tags[{index}]"
+                problems.append(
+                    RuleViolation(
+                        CaseCode.TAG_NEAR_DUPLICATE,
+                        f"the tag {tag!r} looks like the tag {other!r}, which cases already "
+                        f"have: use {other!r}",
+                        f"{write.path}.{path}" if write.path else path,
+                    )
+                )
+    return problems
 
 
 def _lookalikes(writes: list[RecordWrite], previous) -> list[RuleViolation]:
