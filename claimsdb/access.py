@@ -11,11 +11,14 @@ Two views of the knowledge base:
   working state do not exist for them.
 
 This module is the only place that decides it; the released record is read through
-``claimsdb.public``, so the pages and the API show the public the same thing. The others
-only adapt these answers: ``web/access.py`` to pages (a 404 for what a request may not see,
-sign-in and 403 for editing pages), ``api/visibility.py`` to the API's answers (the
-documents of a page of a list, the fast path of a case's GET) and ``api/permissions.py``
-to its early refusals of writes.
+``claimsdb.public``, so the pages and the API show the public the same thing. What a
+release holds is decided by ``services/releases.py``: a record the public sees names
+nothing it does not see (a scope rule naming a case never released waits for that case),
+so every public read that follows the latest release's entries reveals nothing of the work
+in progress. The others only adapt these answers: ``web/access.py`` to pages (a 404 for
+what a request may not see, sign-in and 403 for editing pages), ``api/visibility.py`` to
+the API's answers (the documents of a page of a list, the fast path of a case's GET) and
+``api/permissions.py`` to its early refusals of writes.
 
 A user's role is read once per request: with the signed-in user, when it came from a
 session (``signin.ThrottledModelBackend.get_user`` reads its rank and

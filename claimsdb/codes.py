@@ -45,7 +45,11 @@ class DocumentCode(Code):
         "document.invalid_value",
         "a value outside the field's vocabulary, pattern, or length",
     )
-    DUPLICATE_KEY = "document.duplicate_key", "the same record twice in one bundle"
+    DUPLICATE_KEY = (
+        "document.duplicate_key",
+        "the same record twice in one bundle, or the same key twice in one JSON object (the "
+        "path names the object and the key)",
+    )
     TOO_LARGE = (
         "document.too_large",
         "a document larger than a document may be (docs/limits.md)",
@@ -64,6 +68,12 @@ class RecordCode(Code):
     """A record addressed by its key."""
 
     KEY_FORMAT = "record.key_format", "a record key does not match its pattern"
+    KEY_LOOKALIKE = (
+        "record.key_lookalike",
+        "a new key (or figure ID) differs from an existing one of its kind only by characters "
+        "that look alike (0 and O; 1, I and l; m and rn: Unicode's confusables); the message "
+        "names the existing one",
+    )
     EXISTS = "record.exists", "creating a record whose key is taken (HTTP 409)"
     KEY_MISMATCH = (
         "record.key_mismatch",
@@ -212,6 +222,12 @@ class RelationCode(Code):
 class CaseCode(Code):
     """A case document as a whole."""
 
+    TAG_NEAR_DUPLICATE = (
+        "case.tag_near_duplicate",
+        "a tag no case has yet that differs from one in use only by look-alike characters, "
+        "hyphens, underscores, dots or spaces (kvcache beside kv-cache): the message names the "
+        "tag in use",
+    )
     REPRODUCTION_RUNS_READONLY = (
         "case.reproduction_runs_readonly",
         "a document must carry exactly the imported runs the case has: runs are written only "
@@ -423,6 +439,19 @@ class RequestCode(Code):
     )
 
 
+class InputCode(Code):
+    """Text that comes from outside claimsdb: a request's path, query string and form
+    fields, and the strings and keys of every JSON document it reads (API bodies, bundles,
+    fixtures, the web's JSON fields)."""
+
+    INVALID_TEXT = (
+        "input.invalid_text",
+        "a NUL character, or a lone UTF-16 surrogate (U+D800 to U+DFFF, which no UTF-8 text "
+        "holds), in the URL's path, the query string, a form field or a JSON string or key "
+        "(HTTP 400; the path names the parameter, field or JSON path)",
+    )
+
+
 class SigninCode(Code):
     """Signing in, on the web or for an API token."""
 
@@ -498,6 +527,7 @@ FAMILIES: tuple[type[Code], ...] = (
     PaginationCode,
     ServerCode,
     RequestCode,
+    InputCode,
     SigninCode,
     DrfCode,
 )

@@ -1295,14 +1295,14 @@ def test_nul_characters_never_reach_the_database(analyst_client):
     before = state()
     listing = analyst_client.get(f"{API}/cases/?q=a%00b")
     assert listing.status_code == 400
-    assert problems(listing) == [("invalid", "q")]
+    assert problems(listing) == [("input.invalid_text", "q")]
     record = analyst_client.get(f"{API}/cases/CP22%00003/")
-    assert record.status_code == 404
-    assert problems(record) == [("record.not_found", "")]
+    assert record.status_code == 400
+    assert problems(record) == [("input.invalid_text", "")]
     summary = write(analyst_client, "PATCH", CASE, {"title": "x"}, summary="a%00b")
-    assert problems(summary) == [("invalid", "summary")]
+    assert problems(summary) == [("input.invalid_text", "summary")]
     document = write(analyst_client, "PATCH", CASE, {"title": "a\u0000b"})
-    assert problems(document) == [("document.invalid_value", "title")]
+    assert problems(document) == [("input.invalid_text", "title")]
     assert state() == before
 
 

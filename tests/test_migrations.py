@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
 from claimsdb.models import (
+    Figure,
     Release,
     ReleasedRevision,
     ReleasedTerm,
@@ -31,6 +32,7 @@ from claimsdb.models import (
     SearchEntry,
 )
 from claimsdb.records import record_document
+from claimsdb.records.kinds import record_kinds
 from claimsdb.services import (
     case_update,
     claim_add,
@@ -120,6 +122,12 @@ def filled() -> dict[str, Any]:
         "revision changes": sorted(
             Revision.objects.values_list("number", "action", "changed", "dated_on")
         ),
+        "key skeletons": sorted(
+            (kind.name, *row)
+            for kind in record_kinds
+            for row in kind.model.objects.values_list("key", "key_skeleton")
+        ),
+        "figure skeletons": sorted(Figure.objects.values_list("figure_id", "id_skeleton")),
     }
 
 
@@ -159,6 +167,7 @@ def test_the_data_migrations_fill_from_old_rows_what_the_write_path_writes(
     assert any(withdrawn for _, withdrawn in written["withdrawn entries"])
     assert {"released", "working"} == {entry[0] for entry in written["search entries"]}
     assert any(changed for _, _, changed, _ in written["revision changes"])
+    assert ("case", "CP22-003", "CP22-OO3") in written["key skeletons"]
     # 0010 dates the creations alone: the rows do not say which other revisions brought a
     # document in (a bundle load's updates), so it leaves those, reverts too, undated
     dated = {action for _, action, _, dated_on in written["revision changes"] if dated_on}

@@ -195,13 +195,13 @@ def test_the_preview_lists_titles_and_diff_links_as_the_release_page_does(
     after = latest("case", CASE)
     client = signed_in(reviewer)
     preview = client.get("/releases/new/").content.decode()
-    assert "CP22-003</a> — A retitled case" in preview
+    assert "CP22-003</a> — <bdi>A retitled case</bdi>" in preview
     diff = f'href="/cases/{CASE}/diff/{before}/{after}/"'
     assert diff in preview
     assert "1 changed record" in text_of(preview)
     release_publish(user=reviewer, notes="Second")
     page = client.get("/releases/2/").content.decode()
-    assert "CP22-003</a> — A retitled case" in page and diff in page
+    assert "CP22-003</a> — <bdi>A retitled case</bdi>" in page and diff in page
 
 
 def test_the_preview_pages_a_long_list(seeded, reviewer):

@@ -147,7 +147,14 @@ def test_hostile_values_are_text_and_bidi_controls_stay_inside_their_elements():
         assert "&amp;amp;" in html  # an escaped ampersand is escaped again, shown as typed
         assert f"{RLO}evil{PDF}" in html  # kept as written: the page's text, not its markup
     html = case_list_html(CASES)
-    assert '<a href="/cases/K&amp;%3C%22&#x27;%3E/">plain</a>' in html
+    assert '<a href="/cases/K&amp;%3C%22&#x27;%3E/"><bdi>plain</bdi></a>' in html
     assert '<span class="badge status-x&quot;y">' in html
     assert '<a class="tag" href="?tag=%3F%3D%26%23">?=&amp;#</a>' in html
-    assert '<a href="/cases/KEY%20WITH%20SPACE%E2%80%AE/">&amp;lt;already&amp;gt;</a>' in html
+    assert (
+        '<a href="/cases/KEY%20WITH%20SPACE%E2%80%AE/"><bdi>&amp;lt;already&amp;gt;</bdi></a>'
+        in html
+    )
+    # each title and lede is isolated: an override in one ends with it
+    assert (
+        f"<bdi>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#x27;q&#x27; {RLO}" in html
+    )

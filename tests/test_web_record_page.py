@@ -104,7 +104,7 @@ def test_markdown_fields_are_rendered(seeded, reviewer):
     html = signed_in(reviewer).get("/cases/CP22-003/").content.decode()
     account = html.split('id="account"', 1)[1].split("</section>", 1)[0]
     assert "<em>emphasis</em>" in account
-    assert "<li>one</li>" in account
+    assert '<li dir="auto">one</li>' in account
     assert '<a href="https://example.org/pr" rel="noopener noreferrer nofollow">PR</a>' in account
 
 

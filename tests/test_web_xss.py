@@ -259,10 +259,10 @@ def test_markdown_keeps_ordinary_formatting_and_marks_links():
     html = str(
         render_markdown("# Heading\n\n*em* **strong** [site](https://example.org)\n\n- a\n- b")
     )
-    assert "<h3>Heading</h3>" in html
+    assert '<h3 dir="auto">Heading</h3>' in html
     assert "<em>em</em>" in html and "<strong>strong</strong>" in html
     assert '<a href="https://example.org" rel="noopener noreferrer nofollow">site</a>' in html
-    assert "<ul>" in html and "<li>a</li>" in html
+    assert "<ul>" in html and '<li dir="auto">a</li>' in html
 
 
 def test_anonymous_sees_none_of_it(hostile):

@@ -45,6 +45,7 @@ from claimsdb.models import (
     Source,
 )
 from claimsdb.public import ReleasedRecords
+from claimsdb.records.schema import normalize_tag
 
 from .common import MAX_INT
 from .visibility import released_method_dimensions
@@ -157,7 +158,7 @@ class CaseFilter(ReleasedDocumentFilter, filters.FilterSet):
         fields: list[str] = []
 
     def filter_tags(self, queryset: QuerySet, name: str, value: list[str]) -> QuerySet:
-        for tag in value:
+        for tag in map(normalize_tag, value):  # tags are stored in their normal form
             queryset = queryset.filter(
                 Exists(CaseTag.objects.filter(case=OuterRef("pk"), name=tag))
             )
@@ -237,7 +238,7 @@ class CaseFilter(ReleasedDocumentFilter, filters.FilterSet):
     def filter_entries(self, entries: QuerySet[ReleaseEntry]) -> QuerySet[ReleaseEntry]:
         entries = super().filter_entries(entries)
         data = self.form.cleaned_data
-        for tag in data.get("tag") or []:
+        for tag in map(normalize_tag, data.get("tag") or []):
             entries = entries.filter(Exists(released_term("tag", tag)))
         other = data.get("related_to")
         if other:

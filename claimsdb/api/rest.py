@@ -23,33 +23,26 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from claimsdb.codes import DocumentCode, DrfCode, PaginationCode
+from claimsdb.records import jsontext
 from claimsdb.records.canonical import unmark, with_literals
-from claimsdb.records.figures import FigureNumber
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+from claimsdb.records.errors import RuleViolations
 
 
 class DocumentJSONParser(JSONParser):
-    """Strict JSON (no NaN/Infinity); a malformed body is a 400 ``document.malformed``."""
+    """Strict JSON (``records/jsontext.py``): no NaN/Infinity, no repeated key, no NUL or
+    lone surrogate in a string. A malformed body is a 400 ``document.malformed``; the other
+    problems are listed with their JSON paths."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         raw = stream.read() if stream is not None else b""
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ParseError(f"the body is not UTF-8 text: {exc}", DocumentCode.MALFORMED) from exc
-        try:
-            return json.loads(text, parse_constant=_refuse_constant, parse_float=FigureNumber)
-        except json.JSONDecodeError as exc:
-            what = "the body is empty" if not text.strip() else exc.msg
-            raise ParseError(
-                f"not valid JSON: {what} (line {exc.lineno}, column {exc.colno})",
-                DocumentCode.MALFORMED,
-            ) from exc
-        except (ValueError, RecursionError) as exc:
-            raise ParseError(f"not valid JSON: {exc}", DocumentCode.MALFORMED) from exc
+            return jsontext.loads(raw)
+        except RuleViolations as refused:
+            first = refused.violations[0]
+            if first.code == DocumentCode.MALFORMED:
+                message = first.message.replace("the document is empty", "the body is empty")
+                raise ParseError(message, DocumentCode.MALFORMED) from refused
+            raise
 
 
 class MergePatchParser(DocumentJSONParser):

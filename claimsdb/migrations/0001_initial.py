@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,403 +14,982 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='AssessmentMethod',
+            name="AssessmentMethod",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=100, unique=True)),
-                ('title', models.CharField(max_length=300)),
-                ('dimensions', models.JSONField(default=list)),
-                ('impact', models.JSONField(default=dict)),
-                ('status', models.CharField(choices=[('active', 'active'), ('withdrawn', 'withdrawn')], default='active', max_length=16)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=100, unique=True)),
+                ("title", models.CharField(max_length=300)),
+                ("dimensions", models.JSONField(default=list)),
+                ("impact", models.JSONField(default=dict)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("active", "active"), ("withdrawn", "withdrawn")],
+                        default="active",
+                        max_length=16,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['key'],
+                "ordering": ["key"],
             },
         ),
         migrations.CreateModel(
-            name='ClaimIdReservation',
+            name="ClaimIdReservation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('claim_id', models.CharField(max_length=80, unique=True)),
-                ('case_key', models.CharField(max_length=40)),
-                ('reserved_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("claim_id", models.CharField(max_length=80, unique=True)),
+                ("case_key", models.CharField(max_length=40)),
+                ("reserved_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='LedgerHead',
+            name="LedgerHead",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveBigIntegerField(default=0)),
-                ('chain_hash', models.CharField(default='0000000000000000000000000000000000000000000000000000000000000000', max_length=64)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveBigIntegerField(default=0)),
+                (
+                    "chain_hash",
+                    models.CharField(
+                        default="0000000000000000000000000000000000000000000000000000000000000000",
+                        max_length=64,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Case',
+            name="Case",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=40, unique=True)),
-                ('title', models.CharField(max_length=500)),
-                ('status', models.CharField(choices=[('draft', 'draft'), ('in_review', 'in review'), ('ready', 'ready'), ('withdrawn', 'withdrawn')], default='draft', max_length=16)),
-                ('summary', models.TextField(blank=True)),
-                ('scope_note', models.TextField(blank=True)),
-                ('account', models.TextField(blank=True)),
-                ('basis', models.TextField(blank=True)),
-                ('limits', models.TextField(blank=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=40, unique=True)),
+                ("title", models.CharField(max_length=500)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "draft"),
+                            ("in_review", "in review"),
+                            ("ready", "ready"),
+                            ("withdrawn", "withdrawn"),
+                        ],
+                        default="draft",
+                        max_length=16,
+                    ),
+                ),
+                ("summary", models.TextField(blank=True)),
+                ("scope_note", models.TextField(blank=True)),
+                ("account", models.TextField(blank=True)),
+                ("basis", models.TextField(blank=True)),
+                ("limits", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['key'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'in_review', 'ready', 'withdrawn'])), name='case_status_valid'), models.CheckConstraint(condition=models.Q(('key', ''), _negated=True), name='case_key_not_empty')],
+                "ordering": ["key"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("status__in", ["draft", "in_review", "ready", "withdrawn"])
+                        ),
+                        name="case_status_valid",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("key", ""), _negated=True), name="case_key_not_empty"
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Claim',
+            name="Claim",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('claim_id', models.CharField(max_length=80, unique=True)),
-                ('position', models.PositiveIntegerField()),
-                ('statement', models.TextField()),
-                ('status', models.CharField(choices=[('supported', 'supported'), ('partially_supported', 'partially supported'), ('disputed', 'disputed'), ('refuted', 'refuted'), ('unverified', 'unverified'), ('withdrawn', 'withdrawn')], max_length=32)),
-                ('status_note', models.TextField(blank=True)),
-                ('basis', models.CharField(choices=[('reported_finding', 'reported finding'), ('independent_replication', 'independent replication'), ('vendor_statement', 'vendor statement'), ('analyst_inference', 'analyst inference'), ('lab_reproduction', 'lab reproduction')], max_length=32)),
-                ('origin', models.CharField(choices=[('human', 'human'), ('machine', 'machine'), ('import', 'import')], default='human', max_length=16)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='claims', to='claimsdb.case')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("claim_id", models.CharField(max_length=80, unique=True)),
+                ("position", models.PositiveIntegerField()),
+                ("statement", models.TextField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("supported", "supported"),
+                            ("partially_supported", "partially supported"),
+                            ("disputed", "disputed"),
+                            ("refuted", "refuted"),
+                            ("unverified", "unverified"),
+                            ("withdrawn", "withdrawn"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("status_note", models.TextField(blank=True)),
+                (
+                    "basis",
+                    models.CharField(
+                        choices=[
+                            ("reported_finding", "reported finding"),
+                            ("independent_replication", "independent replication"),
+                            ("vendor_statement", "vendor statement"),
+                            ("analyst_inference", "analyst inference"),
+                            ("lab_reproduction", "lab reproduction"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                (
+                    "origin",
+                    models.CharField(
+                        choices=[("human", "human"), ("machine", "machine"), ("import", "import")],
+                        default="human",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="claims",
+                        to="claimsdb.case",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case', 'position'],
+                "ordering": ["case", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Control',
+            name="Control",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('kind', models.CharField(choices=[('mitigation', 'mitigation'), ('detection', 'detection'), ('fix', 'fix')], max_length=16)),
-                ('text', models.TextField()),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='controls', to='claimsdb.case')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("mitigation", "mitigation"),
+                            ("detection", "detection"),
+                            ("fix", "fix"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("text", models.TextField()),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="controls",
+                        to="claimsdb.case",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case', 'position'],
+                "ordering": ["case", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Figure',
+            name="Figure",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('figure_id', models.CharField(max_length=80, unique=True)),
-                ('position', models.PositiveIntegerField()),
-                ('value', models.FloatField()),
-                ('unit', models.CharField(max_length=100)),
-                ('measure', models.CharField(max_length=100)),
-                ('scope', models.CharField(choices=[('production', 'production'), ('lab', 'lab'), ('estimate', 'estimate')], max_length=16)),
-                ('description', models.TextField(blank=True)),
-                ('claims', models.JSONField(default=list)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='figures', to='claimsdb.case')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("figure_id", models.CharField(max_length=80, unique=True)),
+                ("position", models.PositiveIntegerField()),
+                ("value", models.FloatField()),
+                ("unit", models.CharField(max_length=100)),
+                ("measure", models.CharField(max_length=100)),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[
+                            ("production", "production"),
+                            ("lab", "lab"),
+                            ("estimate", "estimate"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("claims", models.JSONField(default=list)),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="figures",
+                        to="claimsdb.case",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case', 'position'],
+                "ordering": ["case", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Attribution',
+            name="Attribution",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('role', models.CharField(choices=[('impact_basis', 'impact basis'), ('context', 'context')], max_length=16)),
-                ('note', models.TextField(blank=True)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attributions', to='claimsdb.case')),
-                ('figure', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='attributions', to='claimsdb.figure', to_field='figure_id')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("impact_basis", "impact basis"), ("context", "context")],
+                        max_length=16,
+                    ),
+                ),
+                ("note", models.TextField(blank=True)),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="attributions",
+                        to="claimsdb.case",
+                    ),
+                ),
+                (
+                    "figure",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="attributions",
+                        to="claimsdb.figure",
+                        to_field="figure_id",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case', 'position'],
+                "ordering": ["case", "position"],
             },
         ),
         migrations.CreateModel(
-            name='ImportReport',
+            name="ImportReport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('filename', models.CharField(max_length=500)),
-                ('file_sha256', models.CharField(blank=True, max_length=64)),
-                ('run_id', models.CharField(blank=True, max_length=120)),
-                ('case_key', models.CharField(blank=True, max_length=40)),
-                ('outcome', models.CharField(max_length=16)),
-                ('dry_run', models.BooleanField(default=False)),
-                ('revision_number', models.PositiveBigIntegerField(null=True)),
-                ('report', models.JSONField()),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("filename", models.CharField(max_length=500)),
+                ("file_sha256", models.CharField(blank=True, max_length=64)),
+                ("run_id", models.CharField(blank=True, max_length=120)),
+                ("case_key", models.CharField(blank=True, max_length=40)),
+                ("outcome", models.CharField(max_length=16)),
+                ("dry_run", models.BooleanField(default=False)),
+                ("revision_number", models.PositiveBigIntegerField(null=True)),
+                ("report", models.JSONField()),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Relation',
+            name="Relation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('same_event', 'same event'), ('related_distinct', 'related but distinct'), ('reproduction_of', 'reproduction of'), ('variant_of', 'variant of'), ('follow_up_of', 'follow-up of'), ('duplicate_of', 'duplicate of')], max_length=32)),
-                ('note', models.TextField(blank=True)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='relations_out', to='claimsdb.case')),
-                ('other', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='relations_in', to='claimsdb.case')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("same_event", "same event"),
+                            ("related_distinct", "related but distinct"),
+                            ("reproduction_of", "reproduction of"),
+                            ("variant_of", "variant of"),
+                            ("follow_up_of", "follow-up of"),
+                            ("duplicate_of", "duplicate of"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("note", models.TextField(blank=True)),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="relations_out",
+                        to="claimsdb.case",
+                    ),
+                ),
+                (
+                    "other",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="relations_in",
+                        to="claimsdb.case",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case', 'other', 'kind'],
+                "ordering": ["case", "other", "kind"],
             },
         ),
         migrations.CreateModel(
-            name='ReproductionRun',
+            name="ReproductionRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('run_id', models.CharField(max_length=120, unique=True)),
-                ('file_sha256', models.CharField(max_length=64)),
-                ('summary', models.JSONField()),
-                ('started_at', models.DateTimeField(null=True)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='reproduction_runs', to='claimsdb.case')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("run_id", models.CharField(max_length=120, unique=True)),
+                ("file_sha256", models.CharField(max_length=64)),
+                ("summary", models.JSONField()),
+                ("started_at", models.DateTimeField(null=True)),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="reproduction_runs",
+                        to="claimsdb.case",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case', 'started_at', 'run_id'],
+                "ordering": ["case", "started_at", "run_id"],
             },
         ),
         migrations.CreateModel(
-            name='ReproductionScenario',
+            name="ReproductionScenario",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('scenario_id', models.CharField(max_length=64)),
-                ('backend', models.CharField(max_length=100)),
-                ('mitigations', models.JSONField(default=list)),
-                ('free_list_order', models.CharField(max_length=8)),
-                ('trials', models.PositiveBigIntegerField()),
-                ('checksum_mismatches', models.PositiveBigIntegerField()),
-                ('wrong_outputs', models.PositiveBigIntegerField()),
-                ('outcome', models.CharField(max_length=16)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='scenarios', to='claimsdb.reproductionrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("scenario_id", models.CharField(max_length=64)),
+                ("backend", models.CharField(max_length=100)),
+                ("mitigations", models.JSONField(default=list)),
+                ("free_list_order", models.CharField(max_length=8)),
+                ("trials", models.PositiveBigIntegerField()),
+                ("checksum_mismatches", models.PositiveBigIntegerField()),
+                ("wrong_outputs", models.PositiveBigIntegerField()),
+                ("outcome", models.CharField(max_length=16)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="scenarios",
+                        to="claimsdb.reproductionrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'position'],
+                "ordering": ["run", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Revision',
+            name="Revision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveBigIntegerField(unique=True)),
-                ('record_kind', models.CharField(choices=[('case', 'case'), ('source', 'source'), ('rule', 'scope rule'), ('method', 'assessment method')], max_length=16)),
-                ('record_key', models.CharField(max_length=100)),
-                ('action', models.CharField(choices=[('create', 'create'), ('update', 'update'), ('withdraw', 'withdraw'), ('revert', 'revert'), ('import', 'import')], max_length=16)),
-                ('material', models.BooleanField()),
-                ('summary', models.TextField()),
-                ('created_at', models.DateTimeField()),
-                ('snapshot', models.TextField(help_text='canonical compact JSON of the record after the change')),
-                ('snapshot_sha256', models.CharField(max_length=64)),
-                ('previous_hash', models.CharField(max_length=64)),
-                ('chain_hash', models.CharField(max_length=64, unique=True)),
-                ('author', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveBigIntegerField(unique=True)),
+                (
+                    "record_kind",
+                    models.CharField(
+                        choices=[
+                            ("case", "case"),
+                            ("source", "source"),
+                            ("rule", "scope rule"),
+                            ("method", "assessment method"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("record_key", models.CharField(max_length=100)),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("create", "create"),
+                            ("update", "update"),
+                            ("withdraw", "withdraw"),
+                            ("revert", "revert"),
+                            ("import", "import"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("material", models.BooleanField()),
+                ("summary", models.TextField()),
+                ("created_at", models.DateTimeField()),
+                (
+                    "snapshot",
+                    models.TextField(
+                        help_text="canonical compact JSON of the record after the change"
+                    ),
+                ),
+                ("snapshot_sha256", models.CharField(max_length=64)),
+                ("previous_hash", models.CharField(max_length=64)),
+                ("chain_hash", models.CharField(max_length=64, unique=True)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['number'],
+                "ordering": ["number"],
             },
         ),
         migrations.CreateModel(
-            name='ScopeRule',
+            name="ScopeRule",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=40, unique=True)),
-                ('kind', models.CharField(choices=[('non_attribution', 'non-attribution')], max_length=32)),
-                ('status', models.CharField(choices=[('active', 'active'), ('withdrawn', 'withdrawn')], default='active', max_length=16)),
-                ('figure', models.CharField(max_length=80)),
-                ('case', models.CharField(max_length=40)),
-                ('reason', models.TextField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=40, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("non_attribution", "non-attribution")], max_length=32
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("active", "active"), ("withdrawn", "withdrawn")],
+                        default="active",
+                        max_length=16,
+                    ),
+                ),
+                ("figure", models.CharField(max_length=80)),
+                ("case", models.CharField(max_length=40)),
+                ("reason", models.TextField()),
             ],
             options={
-                'ordering': ['key'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('key__startswith', 'RULE-')), name='rule_key_format'), models.CheckConstraint(condition=models.Q(('kind__in', ['non_attribution'])), name='rule_kind_valid'), models.CheckConstraint(condition=models.Q(('reason', ''), _negated=True), name='rule_reason_required')],
+                "ordering": ["key"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("key__startswith", "RULE-")), name="rule_key_format"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("kind__in", ["non_attribution"])),
+                        name="rule_kind_valid",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("reason", ""), _negated=True),
+                        name="rule_reason_required",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Source',
+            name="Source",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=40, unique=True)),
-                ('title', models.CharField(max_length=500)),
-                ('kind', models.CharField(choices=[('primary_disclosure', 'primary disclosure'), ('secondary_report', 'secondary report'), ('vendor_advisory', 'vendor advisory'), ('upstream_issue', 'upstream issue'), ('upstream_fix', 'upstream fix'), ('reproduction', 'reproduction'), ('dataset', 'dataset'), ('other', 'other')], max_length=32)),
-                ('publisher', models.CharField(blank=True, max_length=300)),
-                ('url', models.CharField(blank=True, max_length=2000)),
-                ('published_on', models.DateField(blank=True, null=True)),
-                ('accessed_on', models.DateField(blank=True, null=True)),
-                ('reliability', models.CharField(blank=True, choices=[('', 'not rated'), ('A', 'A — completely reliable'), ('B', 'B — usually reliable'), ('C', 'C — fairly reliable'), ('D', 'D — not usually reliable'), ('E', 'E — unreliable'), ('F', 'F — reliability cannot be judged')], max_length=1)),
-                ('notes', models.TextField(blank=True)),
-                ('status', models.CharField(choices=[('active', 'active'), ('withdrawn', 'withdrawn')], default='active', max_length=16)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=40, unique=True)),
+                ("title", models.CharField(max_length=500)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("primary_disclosure", "primary disclosure"),
+                            ("secondary_report", "secondary report"),
+                            ("vendor_advisory", "vendor advisory"),
+                            ("upstream_issue", "upstream issue"),
+                            ("upstream_fix", "upstream fix"),
+                            ("reproduction", "reproduction"),
+                            ("dataset", "dataset"),
+                            ("other", "other"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("publisher", models.CharField(blank=True, max_length=300)),
+                ("url", models.CharField(blank=True, max_length=2000)),
+                ("published_on", models.DateField(blank=True, null=True)),
+                ("accessed_on", models.DateField(blank=True, null=True)),
+                (
+                    "reliability",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("", "not rated"),
+                            ("A", "A — completely reliable"),
+                            ("B", "B — usually reliable"),
+                            ("C", "C — fairly reliable"),
+                            ("D", "D — not usually reliable"),
+                            ("E", "E — unreliable"),
+                            ("F", "F — reliability cannot be judged"),
+                        ],
+                        max_length=1,
+                    ),
+                ),
+                ("notes", models.TextField(blank=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("active", "active"), ("withdrawn", "withdrawn")],
+                        default="active",
+                        max_length=16,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['key'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('key__startswith', 'SRC-')), name='source_key_format'), models.CheckConstraint(condition=models.Q(('kind__in', ['primary_disclosure', 'secondary_report', 'vendor_advisory', 'upstream_issue', 'upstream_fix', 'reproduction', 'dataset', 'other'])), name='source_kind_valid'), models.CheckConstraint(condition=models.Q(('reliability__in', ['', 'A', 'B', 'C', 'D', 'E', 'F'])), name='source_reliability_valid')],
+                "ordering": ["key"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("key__startswith", "SRC-")), name="source_key_format"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            (
+                                "kind__in",
+                                [
+                                    "primary_disclosure",
+                                    "secondary_report",
+                                    "vendor_advisory",
+                                    "upstream_issue",
+                                    "upstream_fix",
+                                    "reproduction",
+                                    "dataset",
+                                    "other",
+                                ],
+                            )
+                        ),
+                        name="source_kind_valid",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("reliability__in", ["", "A", "B", "C", "D", "E", "F"])),
+                        name="source_reliability_valid",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='EvidenceLink',
+            name="EvidenceLink",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('relation', models.CharField(choices=[('supports', 'supports'), ('contradicts', 'contradicts'), ('context', 'context')], max_length=16)),
-                ('locator', models.TextField(blank=True)),
-                ('claim', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evidence', to='claimsdb.claim')),
-                ('source', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='links', to='claimsdb.source')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                (
+                    "relation",
+                    models.CharField(
+                        choices=[
+                            ("supports", "supports"),
+                            ("contradicts", "contradicts"),
+                            ("context", "context"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("locator", models.TextField(blank=True)),
+                (
+                    "claim",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evidence",
+                        to="claimsdb.claim",
+                    ),
+                ),
+                (
+                    "source",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="links",
+                        to="claimsdb.source",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['claim', 'position'],
+                "ordering": ["claim", "position"],
             },
         ),
         migrations.CreateModel(
-            name='TrialRow',
+            name="TrialRow",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('n', models.PositiveIntegerField()),
-                ('aborted', models.BooleanField()),
-                ('mid_transfer', models.BooleanField()),
-                ('reused_in_flight', models.BooleanField()),
-                ('late_write', models.BooleanField()),
-                ('checksum_mismatch', models.BooleanField()),
-                ('wrong_output', models.BooleanField()),
-                ('latency_us', models.FloatField(null=True)),
-                ('extra', models.JSONField(null=True)),
-                ('scenario', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='trial_rows', to='claimsdb.reproductionscenario')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("n", models.PositiveIntegerField()),
+                ("aborted", models.BooleanField()),
+                ("mid_transfer", models.BooleanField()),
+                ("reused_in_flight", models.BooleanField()),
+                ("late_write", models.BooleanField()),
+                ("checksum_mismatch", models.BooleanField()),
+                ("wrong_output", models.BooleanField()),
+                ("latency_us", models.FloatField(null=True)),
+                ("extra", models.JSONField(null=True)),
+                (
+                    "scenario",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="trial_rows",
+                        to="claimsdb.reproductionscenario",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['scenario', 'n'],
+                "ordering": ["scenario", "n"],
             },
         ),
         migrations.CreateModel(
-            name='Unknown',
+            name="Unknown",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('kind', models.CharField(choices=[('unknown', 'unknown'), ('contradiction', 'contradiction'), ('open_question', 'open question')], max_length=16)),
-                ('text', models.TextField()),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='unknowns', to='claimsdb.case')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("unknown", "unknown"),
+                            ("contradiction", "contradiction"),
+                            ("open_question", "open question"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("text", models.TextField()),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="unknowns",
+                        to="claimsdb.case",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case', 'position'],
+                "ordering": ["case", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Assessment',
+            name="Assessment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('assessed_on', models.DateField()),
-                ('assessor', models.CharField(blank=True, max_length=200)),
-                ('values', models.JSONField(default=dict)),
-                ('impact', models.SmallIntegerField(blank=True, null=True)),
-                ('impact_ungraded_reason', models.TextField(blank=True)),
-                ('narrative', models.TextField(blank=True)),
-                ('basis_claims', models.JSONField(default=list)),
-                ('basis_sources', models.JSONField(default=list)),
-                ('method', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='claimsdb.assessmentmethod')),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assessments', to='claimsdb.case')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("assessed_on", models.DateField()),
+                ("assessor", models.CharField(blank=True, max_length=200)),
+                ("values", models.JSONField(default=dict)),
+                ("impact", models.SmallIntegerField(blank=True, null=True)),
+                ("impact_ungraded_reason", models.TextField(blank=True)),
+                ("narrative", models.TextField(blank=True)),
+                ("basis_claims", models.JSONField(default=list)),
+                ("basis_sources", models.JSONField(default=list)),
+                (
+                    "method",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="claimsdb.assessmentmethod",
+                    ),
+                ),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="assessments",
+                        to="claimsdb.case",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case', 'position'],
-                'constraints': [models.UniqueConstraint(fields=('case', 'position'), name='assessment_position_unique'), models.CheckConstraint(condition=models.Q(models.Q(('impact__isnull', True), models.Q(('impact_ungraded_reason', ''), _negated=True)), models.Q(('impact__isnull', False), ('impact_ungraded_reason', '')), _connector='OR'), name='assessment_impact_null_iff_reason'), models.CheckConstraint(condition=models.Q(('impact__isnull', True), models.Q(('impact__gte', 0), ('impact__lte', 100)), _connector='OR'), name='assessment_impact_range')],
+                "ordering": ["case", "position"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("case", "position"), name="assessment_position_unique"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(
+                                ("impact__isnull", True),
+                                models.Q(("impact_ungraded_reason", ""), _negated=True),
+                            ),
+                            models.Q(("impact__isnull", False), ("impact_ungraded_reason", "")),
+                            _connector="OR",
+                        ),
+                        name="assessment_impact_null_iff_reason",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("impact__isnull", True),
+                            models.Q(("impact__gte", 0), ("impact__lte", 100)),
+                            _connector="OR",
+                        ),
+                        name="assessment_impact_range",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='CaseTag',
+            name="CaseTag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tags', to='claimsdb.case')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tags",
+                        to="claimsdb.case",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case', 'name'],
-                'constraints': [models.UniqueConstraint(fields=('case', 'name'), name='case_tag_unique')],
+                "ordering": ["case", "name"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("case", "name"), name="case_tag_unique")
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='claim',
-            constraint=models.UniqueConstraint(fields=('case', 'position'), name='claim_position_unique'),
+            model_name="claim",
+            constraint=models.UniqueConstraint(
+                fields=("case", "position"), name="claim_position_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='claim',
-            constraint=models.CheckConstraint(condition=models.Q(('claim_id__startswith', 'CLM-')), name='claim_id_format'),
+            model_name="claim",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("claim_id__startswith", "CLM-")), name="claim_id_format"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='claim',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['supported', 'partially_supported', 'disputed', 'refuted', 'unverified', 'withdrawn'])), name='claim_status_valid'),
+            model_name="claim",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "status__in",
+                        [
+                            "supported",
+                            "partially_supported",
+                            "disputed",
+                            "refuted",
+                            "unverified",
+                            "withdrawn",
+                        ],
+                    )
+                ),
+                name="claim_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='claim',
-            constraint=models.CheckConstraint(condition=models.Q(('basis__in', ['reported_finding', 'independent_replication', 'vendor_statement', 'analyst_inference', 'lab_reproduction'])), name='claim_basis_valid'),
+            model_name="claim",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "basis__in",
+                        [
+                            "reported_finding",
+                            "independent_replication",
+                            "vendor_statement",
+                            "analyst_inference",
+                            "lab_reproduction",
+                        ],
+                    )
+                ),
+                name="claim_basis_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='control',
-            constraint=models.UniqueConstraint(fields=('case', 'position'), name='control_position_unique'),
+            model_name="control",
+            constraint=models.UniqueConstraint(
+                fields=("case", "position"), name="control_position_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='figure',
-            constraint=models.UniqueConstraint(fields=('case', 'position'), name='figure_position_unique'),
+            model_name="figure",
+            constraint=models.UniqueConstraint(
+                fields=("case", "position"), name="figure_position_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='figure',
-            constraint=models.CheckConstraint(condition=models.Q(('figure_id__startswith', 'FIG-')), name='figure_id_format'),
+            model_name="figure",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("figure_id__startswith", "FIG-")), name="figure_id_format"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='figure',
-            constraint=models.CheckConstraint(condition=models.Q(('scope__in', ['production', 'lab', 'estimate'])), name='figure_scope_valid'),
+            model_name="figure",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("scope__in", ["production", "lab", "estimate"])),
+                name="figure_scope_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='attribution',
-            constraint=models.UniqueConstraint(fields=('case', 'position'), name='attribution_position_unique'),
+            model_name="attribution",
+            constraint=models.UniqueConstraint(
+                fields=("case", "position"), name="attribution_position_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='attribution',
-            constraint=models.CheckConstraint(condition=models.Q(('role__in', ['impact_basis', 'context'])), name='attribution_role_valid'),
+            model_name="attribution",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("role__in", ["impact_basis", "context"])),
+                name="attribution_role_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='relation',
-            constraint=models.UniqueConstraint(fields=('case', 'other', 'kind'), name='relation_unique'),
+            model_name="relation",
+            constraint=models.UniqueConstraint(
+                fields=("case", "other", "kind"), name="relation_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='relation',
-            constraint=models.CheckConstraint(condition=models.Q(('case', models.F('other')), _negated=True), name='relation_not_self'),
+            model_name="relation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("case", models.F("other")), _negated=True),
+                name="relation_not_self",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='relation',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['same_event', 'related_distinct', 'reproduction_of', 'variant_of', 'follow_up_of', 'duplicate_of'])), name='relation_kind_valid'),
+            model_name="relation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "kind__in",
+                        [
+                            "same_event",
+                            "related_distinct",
+                            "reproduction_of",
+                            "variant_of",
+                            "follow_up_of",
+                            "duplicate_of",
+                        ],
+                    )
+                ),
+                name="relation_kind_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='reproductionscenario',
-            constraint=models.UniqueConstraint(fields=('run', 'scenario_id'), name='scenario_id_unique'),
+            model_name="reproductionscenario",
+            constraint=models.UniqueConstraint(
+                fields=("run", "scenario_id"), name="scenario_id_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='reproductionscenario',
-            constraint=models.CheckConstraint(condition=models.Q(('checksum_mismatches__lte', models.F('trials'))), name='scenario_mismatches_le_trials'),
+            model_name="reproductionscenario",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("checksum_mismatches__lte", models.F("trials"))),
+                name="scenario_mismatches_le_trials",
+            ),
         ),
         migrations.AddIndex(
-            model_name='revision',
-            index=models.Index(fields=['record_kind', 'record_key', 'number'], name='claimsdb_re_record__f88512_idx'),
+            model_name="revision",
+            index=models.Index(
+                fields=["record_kind", "record_key", "number"],
+                name="claimsdb_re_record__f88512_idx",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='revision',
-            constraint=models.CheckConstraint(condition=models.Q(('summary', ''), _negated=True), name='revision_summary_required'),
+            model_name="revision",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("summary", ""), _negated=True), name="revision_summary_required"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='revision',
-            constraint=models.CheckConstraint(condition=models.Q(('number__gte', 1)), name='revision_number_positive'),
+            model_name="revision",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("number__gte", 1)), name="revision_number_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evidencelink',
-            constraint=models.UniqueConstraint(fields=('claim', 'position'), name='evidence_position_unique'),
+            model_name="evidencelink",
+            constraint=models.UniqueConstraint(
+                fields=("claim", "position"), name="evidence_position_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evidencelink',
-            constraint=models.CheckConstraint(condition=models.Q(('relation__in', ['supports', 'contradicts', 'context'])), name='evidence_relation_valid'),
+            model_name="evidencelink",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("relation__in", ["supports", "contradicts", "context"])),
+                name="evidence_relation_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='trialrow',
-            constraint=models.UniqueConstraint(fields=('scenario', 'n'), name='trial_n_unique'),
+            model_name="trialrow",
+            constraint=models.UniqueConstraint(fields=("scenario", "n"), name="trial_n_unique"),
         ),
         migrations.AddConstraint(
-            model_name='unknown',
-            constraint=models.UniqueConstraint(fields=('case', 'position'), name='unknown_position_unique'),
+            model_name="unknown",
+            constraint=models.UniqueConstraint(
+                fields=("case", "position"), name="unknown_position_unique"
+            ),
         ),
     ]

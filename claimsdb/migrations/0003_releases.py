@@ -6,51 +6,110 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('claimsdb', '0002_roles_and_ledger_head'),
+        ("claimsdb", "0002_roles_and_ledger_head"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Release',
+            name="Release",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField(unique=True)),
-                ('published_at', models.DateTimeField()),
-                ('notes', models.TextField()),
-                ('last_revision', models.PositiveBigIntegerField()),
-                ('published_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField(unique=True)),
+                ("published_at", models.DateTimeField()),
+                ("notes", models.TextField()),
+                ("last_revision", models.PositiveBigIntegerField()),
+                (
+                    "published_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-number'],
+                "ordering": ["-number"],
             },
         ),
         migrations.CreateModel(
-            name='ReleaseEntry',
+            name="ReleaseEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('record_kind', models.CharField(choices=[('case', 'case'), ('source', 'source'), ('rule', 'scope rule'), ('method', 'assessment method')], max_length=16)),
-                ('record_key', models.CharField(max_length=100)),
-                ('change', models.CharField(choices=[('new', 'new'), ('updated', 'updated'), ('withdrawn', 'withdrawn'), ('unchanged', 'unchanged')], max_length=16)),
-                ('release', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='entries', to='claimsdb.release')),
-                ('revision', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='release_entries', to='claimsdb.revision')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "record_kind",
+                    models.CharField(
+                        choices=[
+                            ("case", "case"),
+                            ("source", "source"),
+                            ("rule", "scope rule"),
+                            ("method", "assessment method"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("record_key", models.CharField(max_length=100)),
+                (
+                    "change",
+                    models.CharField(
+                        choices=[
+                            ("new", "new"),
+                            ("updated", "updated"),
+                            ("withdrawn", "withdrawn"),
+                            ("unchanged", "unchanged"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "release",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="entries",
+                        to="claimsdb.release",
+                    ),
+                ),
+                (
+                    "revision",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="release_entries",
+                        to="claimsdb.revision",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['release', 'record_kind', 'record_key'],
+                "ordering": ["release", "record_kind", "record_key"],
             },
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.CheckConstraint(condition=models.Q(('number__gte', 1)), name='release_number_positive'),
+            model_name="release",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("number__gte", 1)), name="release_number_positive"
+            ),
         ),
         migrations.AddIndex(
-            model_name='releaseentry',
-            index=models.Index(fields=['record_kind', 'record_key', 'release'], name='claimsdb_re_record__210c96_idx'),
+            model_name="releaseentry",
+            index=models.Index(
+                fields=["record_kind", "record_key", "release"],
+                name="claimsdb_re_record__210c96_idx",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='releaseentry',
-            constraint=models.UniqueConstraint(fields=('release', 'record_kind', 'record_key'), name='release_entry_unique'),
+            model_name="releaseentry",
+            constraint=models.UniqueConstraint(
+                fields=("release", "record_kind", "record_key"), name="release_entry_unique"
+            ),
         ),
     ]

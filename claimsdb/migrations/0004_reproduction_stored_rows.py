@@ -6,23 +6,30 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('claimsdb', '0003_releases'),
+        ("claimsdb", "0003_releases"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='reproductionscenario',
-            name='stored_rows',
+            model_name="reproductionscenario",
+            name="stored_rows",
             field=models.PositiveBigIntegerField(default=0),
         ),
         migrations.AddConstraint(
-            model_name='reproductionscenario',
-            constraint=models.CheckConstraint(condition=models.Q(('wrong_outputs__lte', models.F('trials'))), name='scenario_wrong_outputs_le_trials'),
+            model_name="reproductionscenario",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("wrong_outputs__lte", models.F("trials"))),
+                name="scenario_wrong_outputs_le_trials",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='reproductionscenario',
-            constraint=models.CheckConstraint(condition=models.Q(('stored_rows', 0), ('stored_rows', models.F('trials')), _connector='OR'), name='scenario_stored_rows_all_or_none'),
+            model_name="reproductionscenario",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("stored_rows", 0), ("stored_rows", models.F("trials")), _connector="OR"
+                ),
+                name="scenario_stored_rows_all_or_none",
+            ),
         ),
     ]

@@ -4,25 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('claimsdb', '0004_reproduction_stored_rows'),
+        ("claimsdb", "0004_reproduction_stored_rows"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='importreport',
-            name='options',
+            model_name="importreport",
+            name="options",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='importreport',
-            name='progress',
+            model_name="importreport",
+            name="progress",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='importreport',
-            name='stored_file',
+            model_name="importreport",
+            name="stored_file",
             field=models.CharField(blank=True, max_length=500),
         ),
     ]

@@ -148,46 +148,72 @@ def backfill(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("claimsdb", "0006_scope_lookup_indexes"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReleasedRevision',
+            name="ReleasedRevision",
             fields=[
-                ('revision', models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, primary_key=True, related_name='released', serialize=False, to='claimsdb.revision')),
-                ('title', models.TextField(blank=True)),
-                ('status', models.CharField(max_length=16)),
-                ('kind', models.CharField(blank=True, max_length=32)),
-                ('reliability', models.CharField(blank=True, max_length=1)),
-                ('case', models.CharField(blank=True, max_length=100)),
-                ('figure', models.CharField(blank=True, max_length=100)),
-                ('text', models.TextField(blank=True)),
+                (
+                    "revision",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        primary_key=True,
+                        related_name="released",
+                        serialize=False,
+                        to="claimsdb.revision",
+                    ),
+                ),
+                ("title", models.TextField(blank=True)),
+                ("status", models.CharField(max_length=16)),
+                ("kind", models.CharField(blank=True, max_length=32)),
+                ("reliability", models.CharField(blank=True, max_length=1)),
+                ("case", models.CharField(blank=True, max_length=100)),
+                ("figure", models.CharField(blank=True, max_length=100)),
+                ("text", models.TextField(blank=True)),
             ],
         ),
         migrations.AddField(
-            model_name='releaseentry',
-            name='withdrawn',
+            model_name="releaseentry",
+            name="withdrawn",
             field=models.BooleanField(default=False),
         ),
         migrations.CreateModel(
-            name='ReleasedTerm',
+            name="ReleasedTerm",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=16)),
-                ('value', models.TextField()),
-                ('number', models.PositiveIntegerField(default=0)),
-                ('revision', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='released_terms', to='claimsdb.revision')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=16)),
+                ("value", models.TextField()),
+                ("number", models.PositiveIntegerField(default=0)),
+                (
+                    "revision",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="released_terms",
+                        to="claimsdb.revision",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['revision', 'name'], name='claimsdb_re_revisio_9af7c2_idx'), models.Index(fields=['name', 'value'], name='claimsdb_re_name_c9b4cf_idx')],
+                "indexes": [
+                    models.Index(
+                        fields=["revision", "name"], name="claimsdb_re_revisio_9af7c2_idx"
+                    ),
+                    models.Index(fields=["name", "value"], name="claimsdb_re_name_c9b4cf_idx"),
+                ],
             },
         ),
         migrations.AddField(
-            model_name='release',
-            name='change_counts',
+            model_name="release",
+            name="change_counts",
             field=models.JSONField(default=dict),
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop),

@@ -82,18 +82,28 @@ def _working_rows(apps):
     for key, title, summary, status in (
         Case.objects.order_by("pk").values_list("key", "title", "summary", "status")
     ).iterator(chunk_size=BATCH):
-        yield {"kind": "case", "key": key, "case_key": key, "status": status,
-               "title": title, "text": summary}
+        yield {
+            "kind": "case",
+            "key": key,
+            "case_key": key,
+            "status": status,
+            "title": title,
+            "text": summary,
+        }
     for claim_id, case_key, statement, status in (
         Claim.objects.order_by("pk").values_list("claim_id", "case__key", "statement", "status")
     ).iterator(chunk_size=BATCH):
-        yield {"kind": "claim", "key": claim_id, "case_key": case_key, "status": status,
-               "text": statement}
+        yield {
+            "kind": "claim",
+            "key": claim_id,
+            "case_key": case_key,
+            "status": status,
+            "text": statement,
+        }
     for key, title, kind, status in (
         Source.objects.order_by("pk").values_list("key", "title", "kind", "status")
     ).iterator(chunk_size=BATCH):
-        yield {"kind": "source", "key": key, "status": status, "source_kind": kind,
-               "title": title}
+        yield {"kind": "source", "key": key, "status": status, "source_kind": kind, "title": title}
 
 
 def _released_rows(apps):
@@ -106,24 +116,42 @@ def _released_rows(apps):
             .values("pk")[:1]
         )
         entries = ReleaseEntry.objects.filter(record_kind=kind, pk=Subquery(latest))
-        for key, number, snapshot in entries.order_by("pk").values_list(
-            "record_key", "revision__number", "revision__snapshot"
-        ).iterator(chunk_size=BATCH):
+        for key, number, snapshot in (
+            entries.order_by("pk")
+            .values_list("record_key", "revision__number", "revision__snapshot")
+            .iterator(chunk_size=BATCH)
+        ):
             document = json.loads(snapshot)
             if document["status"] == "withdrawn":
                 continue
             if kind == "source":
-                yield {"kind": "source", "key": key, "status": document["status"],
-                       "source_kind": document["kind"], "title": document["title"],
-                       "revision": number}
+                yield {
+                    "kind": "source",
+                    "key": key,
+                    "status": document["status"],
+                    "source_kind": document["kind"],
+                    "title": document["title"],
+                    "revision": number,
+                }
                 continue
-            yield {"kind": "case", "key": key, "case_key": key, "status": document["status"],
-                   "title": document["title"], "text": document["summary"],
-                   "revision": number}
+            yield {
+                "kind": "case",
+                "key": key,
+                "case_key": key,
+                "status": document["status"],
+                "title": document["title"],
+                "text": document["summary"],
+                "revision": number,
+            }
             for claim in document["claims"]:
-                yield {"kind": "claim", "key": claim["id"], "case_key": key,
-                       "status": claim["status"], "text": claim["statement"],
-                       "revision": number}
+                yield {
+                    "kind": "claim",
+                    "key": claim["id"],
+                    "case_key": key,
+                    "status": claim["status"],
+                    "text": claim["statement"],
+                    "revision": number,
+                }
 
 
 def fill_index(apps, schema_editor):
@@ -133,7 +161,6 @@ def fill_index(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("claimsdb", "0007_release_index"),
     ]
@@ -142,9 +169,26 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="SearchEntry",
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("scope", models.CharField(choices=[("working", "working state"), ("released", "released")], max_length=8)),
-                ("kind", models.CharField(choices=[("case", "case"), ("claim", "claim"), ("source", "source")], max_length=8)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[("working", "working state"), ("released", "released")],
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("case", "case"), ("claim", "claim"), ("source", "source")],
+                        max_length=8,
+                    ),
+                ),
                 ("key", models.CharField(max_length=80)),
                 ("case_key", models.CharField(blank=True, max_length=80)),
                 ("status", models.CharField(max_length=32)),
@@ -152,21 +196,48 @@ class Migration(migrations.Migration):
                 ("title", models.TextField(blank=True)),
                 ("text", models.TextField(blank=True)),
                 ("revision", models.PositiveBigIntegerField(blank=True, null=True)),
-                ("vector", models.GeneratedField(db_persist=True, expression=SearchDocument(), output_field=django.contrib.postgres.search.SearchVectorField())),
+                (
+                    "vector",
+                    models.GeneratedField(
+                        db_persist=True,
+                        expression=SearchDocument(),
+                        output_field=django.contrib.postgres.search.SearchVectorField(),
+                    ),
+                ),
             ],
             options={
                 "ordering": ["scope", "kind", "key"],
                 "indexes": [models.Index(fields=["scope", "case_key"], name="search_entry_case")],
-                "constraints": [models.UniqueConstraint(fields=("scope", "key", "kind"), name="search_entry_unique"), models.CheckConstraint(condition=models.Q(("scope__in", ["working", "released"])), name="search_scope_valid"), models.CheckConstraint(condition=models.Q(("kind__in", ["case", "claim", "source"])), name="search_kind_valid")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("scope", "key", "kind"), name="search_entry_unique"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("scope__in", ["working", "released"])),
+                        name="search_scope_valid",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("kind__in", ["case", "claim", "source"])),
+                        name="search_kind_valid",
+                    ),
+                ],
             },
         ),
         AddPostgresIndex(
             model_name="searchentry",
-            index=django.contrib.postgres.indexes.GinIndex(condition=models.Q(("scope", "working")), fields=["vector"], name="search_vector_working"),
+            index=django.contrib.postgres.indexes.GinIndex(
+                condition=models.Q(("scope", "working")),
+                fields=["vector"],
+                name="search_vector_working",
+            ),
         ),
         AddPostgresIndex(
             model_name="searchentry",
-            index=django.contrib.postgres.indexes.GinIndex(condition=models.Q(("scope", "released")), fields=["vector"], name="search_vector_released"),
+            index=django.contrib.postgres.indexes.GinIndex(
+                condition=models.Q(("scope", "released")),
+                fields=["vector"],
+                name="search_vector_released",
+            ),
         ),
         migrations.RunPython(fill_index, migrations.RunPython.noop),
     ]

@@ -6,27 +6,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('claimsdb', '0011_reads'),
+        ("claimsdb", "0011_reads"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='FormDraft',
+            name="FormDraft",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('token', models.CharField(max_length=64, unique=True)),
-                ('path', models.CharField(max_length=1000)),
-                ('data', models.JSONField()),
-                ('extra', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField()),
-                ('updated_at', models.DateTimeField()),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("token", models.CharField(max_length=64, unique=True)),
+                ("path", models.CharField(max_length=1000)),
+                ("data", models.JSONField()),
+                ("extra", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField()),
+                ("updated_at", models.DateTimeField()),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['user', 'path', 'updated_at'], name='form_draft_user_path'), models.Index(fields=['user', 'updated_at'], name='form_draft_user')],
+                "indexes": [
+                    models.Index(
+                        fields=["user", "path", "updated_at"], name="form_draft_user_path"
+                    ),
+                    models.Index(fields=["user", "updated_at"], name="form_draft_user"),
+                ],
             },
         ),
     ]

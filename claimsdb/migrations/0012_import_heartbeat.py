@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('claimsdb', '0011_reads'),
+        ("claimsdb", "0011_reads"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='importreport',
-            name='attempts',
+            model_name="importreport",
+            name="attempts",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='importreport',
-            name='heartbeat_at',
+            model_name="importreport",
+            name="heartbeat_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]

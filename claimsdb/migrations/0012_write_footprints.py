@@ -4,22 +4,37 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('claimsdb', '0011_reads'),
+        ("claimsdb", "0011_reads"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WriteFootprint',
+            name="WriteFootprint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveBigIntegerField()),
-                ('record_kind', models.CharField(choices=[('case', 'case'), ('source', 'source'), ('rule', 'scope rule'), ('method', 'assessment method')], max_length=16)),
-                ('record_key', models.CharField(max_length=100)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveBigIntegerField()),
+                (
+                    "record_kind",
+                    models.CharField(
+                        choices=[
+                            ("case", "case"),
+                            ("source", "source"),
+                            ("rule", "scope rule"),
+                            ("method", "assessment method"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("record_key", models.CharField(max_length=100)),
             ],
             options={
-                'indexes': [models.Index(fields=['number'], name='writefootprint_number_idx')],
+                "indexes": [models.Index(fields=["number"], name="writefootprint_number_idx")],
             },
         ),
     ]

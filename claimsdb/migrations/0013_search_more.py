@@ -90,9 +90,7 @@ def _save(SearchEntry, scope, updates):
     def flush():
         entries = {
             (e.kind, e.key): e
-            for e in SearchEntry.objects.filter(
-                scope=scope, key__in=[key for _, key, _ in batch]
-            )
+            for e in SearchEntry.objects.filter(scope=scope, key__in=[key for _, key, _ in batch])
         }
         changed = []
         for kind, key, more in batch:
@@ -122,13 +120,15 @@ def _working(apps):
     def emit(rows):
         pks = [pk for pk, *_ in rows]
         tags, figures = {}, {}
-        for case_id, name in CaseTag.objects.filter(case_id__in=pks).order_by("name").values_list(
-            "case_id", "name"
+        for case_id, name in (
+            CaseTag.objects.filter(case_id__in=pks).order_by("name").values_list("case_id", "name")
         ):
             tags.setdefault(case_id, []).append(name)
-        for case_id, figure_id in Figure.objects.filter(case_id__in=pks).order_by(
-            "position"
-        ).values_list("case_id", "figure_id"):
+        for case_id, figure_id in (
+            Figure.objects.filter(case_id__in=pks)
+            .order_by("position")
+            .values_list("case_id", "figure_id")
+        ):
             figures.setdefault(case_id, []).append(figure_id)
         for pk, key, account, basis in rows:
             yield "case", key, case_more(tags.get(pk, []), figures.get(pk, []), account, basis)
@@ -156,18 +156,24 @@ def _released(apps):
             .values("pk")[:1]
         )
         entries = ReleaseEntry.objects.filter(record_kind=kind, pk=Subquery(latest))
-        for key, snapshot in entries.order_by("pk").values_list(
-            "record_key", "revision__snapshot"
-        ).iterator(chunk_size=BATCH):
+        for key, snapshot in (
+            entries.order_by("pk")
+            .values_list("record_key", "revision__snapshot")
+            .iterator(chunk_size=BATCH)
+        ):
             document = json.loads(snapshot)
             if kind == "source":
                 yield "source", key, source_more(document.get("publisher", ""), key)
             else:
-                yield "case", key, case_more(
-                    document.get("tags", []),
-                    [f["id"] for f in document.get("figures", [])],
-                    document.get("account", ""),
-                    document.get("basis", ""),
+                yield (
+                    "case",
+                    key,
+                    case_more(
+                        document.get("tags", []),
+                        [f["id"] for f in document.get("figures", [])],
+                        document.get("account", ""),
+                        document.get("basis", ""),
+                    ),
                 )
 
 
@@ -178,7 +184,6 @@ def fill_more(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("claimsdb", "0012_form_drafts"),
     ]

@@ -12,6 +12,8 @@ class AssessmentMethod(models.Model):
     """
 
     key = models.CharField(max_length=100, unique=True)
+    # the key's confusable skeleton (claimsdb/lookalike.py), set when the row is made
+    key_skeleton = models.CharField(max_length=200, default="", editable=False, db_index=True)
     title = models.CharField(max_length=300)
     dimensions = models.JSONField(default=list)
     impact = models.JSONField(default=dict)

@@ -15,6 +15,8 @@ class Case(models.Model):
     """An incident or research demonstration (``claimsdb.case/1``), the owner of its claims."""
 
     key = models.CharField(max_length=KEY_MAX_LENGTH, unique=True)
+    # the key's confusable skeleton (claimsdb/lookalike.py), set when the row is made
+    key_skeleton = models.CharField(max_length=200, default="", editable=False, db_index=True)
     title = models.CharField(max_length=500)
     status = models.CharField(max_length=16, choices=CaseStatus.choices, default=CaseStatus.DRAFT)
     summary = models.TextField(blank=True)
@@ -87,6 +89,8 @@ class Figure(models.Model):
 
     case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="figures")
     figure_id = models.CharField(max_length=80, unique=True)
+    # the ID's confusable skeleton (claimsdb/lookalike.py), set when the row is made
+    id_skeleton = models.CharField(max_length=200, default="", editable=False, db_index=True)
     position = models.PositiveIntegerField()
     # the number as written (``1.20``, ``155``): see ``claimsdb.records.figures``
     value = models.CharField(max_length=64)

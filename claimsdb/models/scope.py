@@ -12,6 +12,8 @@ class ScopeRule(models.Model):
     """
 
     key = models.CharField(max_length=KEY_MAX_LENGTH, unique=True)
+    # the key's confusable skeleton (claimsdb/lookalike.py), set when the row is made
+    key_skeleton = models.CharField(max_length=200, default="", editable=False, db_index=True)
     kind = models.CharField(max_length=32, choices=RuleKind.choices)
     status = models.CharField(
         max_length=16, choices=RecordStatus.choices, default=RecordStatus.ACTIVE

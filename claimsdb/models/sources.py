@@ -7,6 +7,8 @@ class Source(models.Model):
     """An evidence source (``claimsdb.source/1``): a disclosure, report, advisory, thread…"""
 
     key = models.CharField(max_length=KEY_MAX_LENGTH, unique=True)
+    # the key's confusable skeleton (claimsdb/lookalike.py), set when the row is made
+    key_skeleton = models.CharField(max_length=200, default="", editable=False, db_index=True)
     title = models.CharField(max_length=500)
     kind = models.CharField(max_length=32, choices=SourceKind.choices)
     publisher = models.CharField(max_length=300, blank=True)

@@ -10,6 +10,7 @@ reads one list's items one at a time. See docs/bulk-loading.md.
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from claimsdb.codes import DocumentCode
 
 from . import schema
 from .errors import RuleViolation, RuleViolations
+from .jsontext import StreamedObject, problems_of
 from .kinds import record_kinds
 
 # Bytes read at a time. ijson's C backend turns a whole buffer into events before yielding
@@ -92,6 +94,10 @@ class BundleOutline:
     links: CaseLinks = field(default_factory=CaseLinks)
     # how many items each list has
     counts: dict[str, int] = field(default_factory=dict)
+    # the file escapes NUL or a surrogate (``\\u0000``, ``\\ud800``): its lists are then
+    # read by ijson's Python backend, which keeps a lone surrogate as it is (the C backend
+    # turns it into "?") so that it can be refused
+    escapes: bool = False
 
     @property
     def is_bundle(self) -> bool:
@@ -120,12 +126,21 @@ def outline(stream: IO[bytes]) -> BundleOutline:
     cases_named = _Pairs()  # (case key named by a relation, position of the naming case)
     figures_named = _Pairs()  # (figure ID named by an attribution, position of the case)
     links = result.links
+    scanner = _EscapeScanner(stream)
     try:
-        events = ijson.parse(stream, buf_size=_BUF_SIZE, use_float=True)
+        events = ijson.parse(scanner, buf_size=_BUF_SIZE, use_float=True)
         for prefix, event, value in events:
             if prefix == "":
                 if event == "map_key":
                     current = value
+                    if value in top_level:
+                        result.problems.append(
+                            RuleViolation(
+                                DocumentCode.DUPLICATE_KEY,
+                                f"the key {value!r} is given more than once in this object",
+                                value,
+                            )
+                        )
                 elif event != "start_map" and event != "end_map":
                     result.format = _NOT_AN_OBJECT
                     result.problems.append(
@@ -167,6 +182,7 @@ def outline(stream: IO[bytes]) -> BundleOutline:
         raise RuleViolations(
             [RuleViolation(DocumentCode.MALFORMED, f"the file is not UTF-8 text: {error}", "")]
         ) from error
+    result.escapes = scanner.found
     if "format" in top_level and top_level["format"] != "a string":
         result.format = None
     if record_kinds.by_format(result.format) is not None:
@@ -294,11 +310,57 @@ def _outline_problems(fmt: Any, top_level: dict[str, str]) -> list[RuleViolation
     return problems
 
 
-def iter_list(stream: IO[bytes], name: str) -> Iterator[tuple[int, Any]]:
-    """The items of one list of the bundle, with their index, one at a time."""
+def iter_list(
+    stream: IO[bytes], name: str, *, escapes: bool = False
+) -> Iterator[tuple[int, Any, list[RuleViolation]]]:
+    """The items of one list of the bundle, with their index and what ``records/jsontext.py``
+    refuses in them (a repeated key, NUL, a lone surrogate), one at a time.
+
+    ``escapes`` (``BundleOutline.escapes``) reads the list with ijson's Python backend, which
+    keeps what the escapes make; the items are then walked for them. Otherwise an item is
+    walked only if one of its objects repeated a key.
+    """
     stream.seek(0)
+    repeats = [0]
+
+    class Item(StreamedObject):
+        def __setitem__(self, key: str, value: Any) -> None:
+            if key in self:
+                repeats[0] += 1
+            super().__setitem__(key, value)
+
+    backend = ijson.get_backend("python") if escapes else ijson
     try:
-        items = ijson.items(stream, f"{name}.item", buf_size=_BUF_SIZE, use_float=True)
-        yield from enumerate(items)
+        items = backend.items(
+            stream, f"{name}.item", buf_size=_BUF_SIZE, use_float=True, map_type=Item
+        )
+        for index, item in enumerate(items):
+            if escapes or repeats[0]:
+                repeats[0] = 0
+                yield index, item, problems_of(item)
+            else:
+                yield index, item, []
     except ijson.JSONError as error:
         raise malformed(error) from error
+
+
+# an escape of NUL or of a surrogate, in JSON's text (a backslash before it may be escaped
+# itself, which only makes the file be read the exact way for nothing)
+_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+class _EscapeScanner:
+    """A file read by the outline pass, watched for ``_ESCAPE`` as it goes by."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.found = False
+        self.tail = b""
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        if not self.found and data:
+            window = self.tail + data
+            self.found = _ESCAPE.search(window) is not None
+            self.tail = window[-5:]
+        return data

@@ -12,32 +12,15 @@ from typing import Any
 from claimsdb.codes import DocumentCode
 from claimsdb.limits import DOCUMENT_MAX_BYTES
 
-from . import schema
+from . import jsontext, schema
 from .errors import RuleViolation, RuleViolations
-from .figures import FigureNumber
 from .kinds import record_kinds
 
 
 def loads(text: str | bytes) -> Any:
-    """Parse JSON text, turning a syntax error into a violation with its position."""
-    try:
-        return json.loads(text, parse_float=FigureNumber)
-    except UnicodeDecodeError as exc:
-        raise RuleViolations(
-            [RuleViolation(DocumentCode.MALFORMED, f"the file is not UTF-8 text: {exc}", "")]
-        ) from exc
-    except json.JSONDecodeError as exc:
-        blank = not (text.strip() if isinstance(text, str | bytes) else text)
-        what = "the document is empty" if blank else exc.msg
-        raise RuleViolations(
-            [
-                RuleViolation(
-                    DocumentCode.MALFORMED,
-                    f"not valid JSON: {what} (line {exc.lineno}, column {exc.colno})",
-                    "",
-                )
-            ]
-        ) from exc
+    """Parse JSON text strictly (``records/jsontext.py``): a syntax error, a repeated key,
+    NUL or a lone surrogate is a violation with its position or path."""
+    return jsontext.loads(text)
 
 
 def parse_document(raw: Any, expected_kind: str | None = None) -> tuple[str, dict[str, Any]]:

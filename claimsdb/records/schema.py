@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -70,6 +71,34 @@ def sorted_unique(items: list[str]) -> list[str]:
     return sorted(set(items))
 
 
+# Characters that are there and not seen: format characters (category Cf: zero-width space
+# and joiners, the byte-order mark, soft hyphen, bidi controls…) and the other default
+# ignorable code points of Unicode that are not Cf (fillers, variation selectors).
+_IGNORABLE = frozenset(
+    [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0]
+    + list(range(0x180B, 0x1810))
+    + list(range(0xFE00, 0xFE10))
+    + list(range(0xE0100, 0xE01F0))
+)
+
+
+def normalize_tag(tag: str) -> str:
+    """A tag as it is stored: NFKC, case-folded (NFKC_Casefold's steps), without invisible
+    characters, its spaces collapsed. ``RDMA``, ``rdma`` and ``rdma`` + zero-width space are
+    one tag, ``rdma``."""
+    text = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", tag).casefold())
+    text = "".join(
+        ch for ch in text if ord(ch) not in _IGNORABLE and unicodedata.category(ch) != "Cf"
+    )
+    return " ".join(text.split())
+
+
+def normalized_tags(items: list[str]) -> list[str]:
+    """Tags normalized (``normalize_tag``), sorted and unique; a tag of invisible characters
+    only is no tag."""
+    return sorted({tag for tag in map(normalize_tag, items) if tag})
+
+
 DATE = Field("date")
 DATE_OR_NULL = Field("date", nullable=True)
 
@@ -120,7 +149,7 @@ CASE = obj(
     account=text(),
     basis=text(),
     limits=text(),
-    tags=list_of(Field("str", max_length=100), normalize=sorted_unique),
+    tags=list_of(Field("str", max_length=100), normalize=normalized_tags),
     claims=list_of(CLAIM),
     assessments=list_of(ASSESSMENT),
     controls=list_of(obj(kind=enum(choices.ControlKind.values), text=text())),

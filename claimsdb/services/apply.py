@@ -10,6 +10,7 @@ from django.db.models import F, Model, Q
 from django.utils import timezone
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
+from claimsdb.lookalike import skeleton
 from claimsdb.models import (
     Assessment,
     AssessmentMethod,
@@ -114,16 +115,24 @@ def _upsert(model: type[Model], rows: dict[str, dict[str, Any]]) -> dict[str, in
             changed.append((pk, key))
     created = [key for key in rows if key not in pks]
     if created:
+        # every record kind's row keeps its key's skeleton, for look-alike keys
         ids = reserve_ids(model, len(created))
         if ids is not None:
             insert_tuples(
                 model,
-                ["id", "key", *names],
-                [(pk, key, *rows[key].values()) for pk, key in zip(ids, created, strict=True)],
+                ["id", "key", "key_skeleton", *names],
+                [
+                    (pk, key, skeleton(key), *rows[key].values())
+                    for pk, key in zip(ids, created, strict=True)
+                ],
             )
             pks.update(zip(created, ids, strict=True))
         else:
-            insert_tuples(model, ["key", *names], [(key, *rows[key].values()) for key in created])
+            insert_tuples(
+                model,
+                ["key", "key_skeleton", *names],
+                [(key, skeleton(key), *rows[key].values()) for key in created],
+            )
             pks.update(model._default_manager.filter(key__in=created).values_list("key", "pk"))
     if changed:
         fields = [model._meta.get_field(name) for name in names]
@@ -423,14 +432,14 @@ def _apply_figures(cases: dict[str, int], documents: list[dict[str, Any]], old: 
             )
             figure = existing.get(f["id"])
             if figure is None:
-                created.append((cases[d["key"]], f["id"], *values))
+                created.append((cases[d["key"]], f["id"], skeleton(f["id"]), *values))
             else:
                 for name, value in zip(_FIGURE_FIELDS, values, strict=True):
                     setattr(figure, name, value)
                 changed.append(figure)
     if changed:
         Figure.objects.bulk_update(changed, _FIGURE_FIELDS, batch_size=_BULK)
-    insert_tuples(Figure, ("case", "figure_id", *_FIGURE_FIELDS), created)
+    insert_tuples(Figure, ("case", "figure_id", "id_skeleton", *_FIGURE_FIELDS), created)
 
 
 def _restore_runs(cases: dict[str, int], documents: list[dict[str, Any]]) -> None:

@@ -243,9 +243,13 @@ def _batches(
     batch: list[_BatchWrite] = []
     held: dict[int, list[_BatchWrite]] = {}
     missing: dict[int, int] = {}
-    for index, raw in iter_list(stream, name):
+    for index, raw, refused in iter_list(stream, name, escapes=shape.escapes):
         path = f"{name}[{index}]"
-        write = _parse(kind.name, raw, path, shape, problems)
+        if refused:
+            problems.extend(v.prefixed(path) for v in refused)
+            write = None
+        else:
+            write = _parse(kind.name, raw, path, shape, problems)
         # linked cases go together (``BundleOutline.links``); other records one by one
         if kind is not CASE:
             if write is not None:

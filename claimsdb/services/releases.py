@@ -41,8 +41,11 @@ from django.db.models import Max, Subquery
 from django.utils import timezone
 
 from claimsdb import release_facets
+from claimsdb.choices import CaseStatus
 from claimsdb.codes import ReleaseCode
 from claimsdb.models import (
+    Case,
+    Figure,
     Release,
     ReleaseChange,
     ReleasedRevision,
@@ -298,11 +301,72 @@ def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
                 )
                 if entry is not None:
                     batch.append(entry)
+            if kind == "rule":
+                batch = _without_unreleased_names(batch, previous)
             if batch:
                 yield batch
             if upto is None:
                 break
             after = upto
+
+
+def _without_unreleased_names(
+    batch: list[PlannedEntry], previous: Release | None
+) -> list[PlannedEntry]:
+    """The rules of ``batch`` that name only what the release makes public.
+
+    A scope rule names a case and a figure of a case ("FIG-HX-202-42 must not be attributed
+    to HX-201"), and its reason speaks of both. The public view reveals nothing of work in
+    progress, not even that it exists, so a rule is published only once the case it names
+    is public, and the figure it names is in the public document of its case. Until then it
+    has no entry at all — published without its names it would still say that something
+    unreleased exists — and one released before this held gets none either. It is
+    published, as ``new``, by the first release that makes both public. A case is public in
+    this release if it is ready (it is published at its latest revision, whose figures are
+    the live ones) or an earlier release published it (it keeps that revision, or its
+    withdrawal). Four queries per batch.
+    """
+    if not batch:
+        return batch
+    snapshots = dict(
+        Revision.objects.filter(id__in=[entry.revision_id for entry in batch]).values_list(
+            "id", "snapshot"
+        )
+    )
+    named = {
+        entry.revision_id: (document["case"], document["figure"])
+        for entry in batch
+        for document in [json.loads(snapshots[entry.revision_id])]
+    }
+    owners = dict(
+        Figure.objects.filter(figure_id__in={figure for _, figure in named.values()}).values_list(
+            "figure_id", "case__key"
+        )
+    )
+    cases = {case for case, _ in named.values()} | set(owners.values())
+    # each public case → the figures the public sees in it (None: its live figures)
+    public: dict[str, set[str] | None] = dict.fromkeys(
+        Case.objects.filter(key__in=cases, status=CaseStatus.READY).values_list("key", flat=True)
+    )
+    if previous is not None:
+        kept = ReleaseEntry.objects.filter(
+            release=previous, record_kind="case", record_key__in=cases - set(public)
+        ).values_list("record_key", "revision__snapshot")
+        for key, snapshot in kept:
+            public[key] = {figure["id"] for figure in json.loads(snapshot)["figures"]}
+
+    def figure_is_public(figure: str) -> bool:
+        owner = owners.get(figure)
+        if owner is None or owner not in public:
+            return False
+        seen = public[owner]
+        return seen is None or figure in seen
+
+    return [
+        entry
+        for entry in batch
+        if named[entry.revision_id][0] in public and figure_is_public(named[entry.revision_id][1])
+    ]
 
 
 def _latest_revisions(

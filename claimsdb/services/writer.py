@@ -18,11 +18,22 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, connection, transaction
 
-from claimsdb.codes import ClaimCode, DocumentCode, FigureCode, RevisionCode, ScopeCode, StatusCode
+from claimsdb.codes import (
+    CaseCode,
+    ClaimCode,
+    DocumentCode,
+    FigureCode,
+    RecordCode,
+    RevisionCode,
+    ScopeCode,
+    StatusCode,
+)
+from claimsdb.lookalike import skeleton
 from claimsdb.models import (
     Assessment,
     AssessmentMethod,
     Case,
+    CaseTag,
     Figure,
     LedgerHead,
     Revision,
@@ -46,6 +57,7 @@ from claimsdb.rules.context import CaseContextRequest, DocumentContext
 from claimsdb.rules.context import case_contexts as load_case_contexts
 from claimsdb.rules.scope import bridge_hits, non_attribution_hits
 from claimsdb.rules.scoped import affected_cases, load_scoped
+from claimsdb.selectors.cases import case_tags
 
 from . import apply, footprints, lookups
 from .ledger import RevisionChain, lock_head
@@ -397,8 +409,122 @@ def _validate_fields(
         for violation in run_field_rules(write.kind, write.document, context):
             problems.append(violation.prefixed(write.path) if write.path else violation)
     problems.extend(pending.conflicts())
+    problems.extend(_lookalikes(writes, previous))
+    problems.extend(_near_duplicate_tags(writes))
     if problems:
         raise RuleViolations(problems)
+
+
+def _loose_tag(tag: str) -> str:
+    return skeleton(tag.translate(_TAG_SEPARATORS))
+
+
+_TAG_SEPARATORS = str.maketrans("", "", "-_. ")
+
+
+def _near_duplicate_tags(writes: list[RecordWrite]) -> list[RuleViolation]:
+    """Tags no case has yet that look like a tag in use (``kvcache``, ``kv_cache`` or
+    ``rdrna`` beside ``kv-cache`` and ``rdma``): refused, naming the tag to use. Tags are
+    normalized first (``schema.normalize_tag``), so ``RDMA`` simply is ``rdma``. One query
+    for the tags of the change, and one more, along the index of names, only when one of
+    them is new."""
+    cases = [w for w in writes if w.kind == "case" and w.document["tags"]]
+    wanted = {tag for w in cases for tag in w.document["tags"]}
+    if not wanted:
+        return []
+    used = set(CaseTag.objects.filter(name__in=wanted).values_list("name", flat=True))
+    if not wanted - used:
+        return []
+    in_use: dict[str, str] = {}
+    for name in case_tags():
+        in_use.setdefault(_loose_tag(name), name)
+    problems = []
+    for write in cases:
+        for index, tag in enumerate(write.document["tags"]):
+            other = in_use.get(_loose_tag(tag)) if tag not in used else None
+            if other is not None and other != tag:
+                path = f"tags[{index}]"
+                problems.append(
+                    RuleViolation(
+                        CaseCode.TAG_NEAR_DUPLICATE,
+                        f"the tag {tag!r} looks like the tag {other!r}, which cases already "
+                        f"have: use {other!r}",
+                        f"{write.path}.{path}" if write.path else path,
+                    )
+                )
+    return problems
+
+
+def _lookalikes(writes: list[RecordWrite], previous: Previous) -> list[RuleViolation]:
+    """New keys and figure IDs that differ from another only by characters that look alike
+    (``claimsdb/lookalike.py``): one indexed lookup of skeletons per kind of record, and
+    one for figures, however large the knowledge base."""
+    problems = []
+
+    def where(write: RecordWrite, path: str) -> str:
+        return f"{write.path}.{path}" if write.path else path
+
+    def refusal(new: str, noun: str, existing: str, path: str, here: bool = False) -> RuleViolation:
+        what = f"{noun} written in this change" if here else f"existing {noun}"
+        return RuleViolation(
+            RecordCode.KEY_LOOKALIKE,
+            f"{new} looks like the {what} {existing}: they differ only by characters that "
+            f"look alike (0 and O; 1, I and l; m and rn). Use {existing}, or "
+            f"{'an ID' if noun == 'figure' else 'a key'} that cannot be mistaken for it",
+            path,
+        )
+
+    for kind in sorted({w.kind for w in writes}):
+        new = [w for w in writes if w.kind == kind and previous[(kind, w.key)][0] is None]
+        if not new:
+            continue
+        model = record_kinds.get(kind).model
+        first: dict[str, str] = {}
+        for write in new:
+            first.setdefault(skeleton(write.key), write.key)
+        taken = dict(
+            model._default_manager.filter(key_skeleton__in=list(first))
+            .exclude(key__in=[w.key for w in new])
+            .values_list("key_skeleton", "key")
+        )
+        for write in new:
+            shape = skeleton(write.key)
+            if shape in taken:
+                problems.append(refusal(write.key, kind, taken[shape], where(write, "key")))
+            elif first[shape] != write.key:
+                problems.append(
+                    refusal(write.key, kind, first[shape], where(write, "key"), here=True)
+                )
+    cases = [w for w in writes if w.kind == "case"]
+    figures = [
+        (write, index, figure["id"])
+        for write in cases
+        for index, figure in enumerate(write.document["figures"])
+    ]
+    if not figures:
+        return problems
+    kept = {w.key: {f["id"] for f in w.document["figures"]} for w in cases}
+    rows: dict[str, list[tuple[str, str]]] = {}
+    for figure_id, shape, owner in Figure.objects.filter(
+        id_skeleton__in={skeleton(figure_id) for _, _, figure_id in figures}
+    ).values_list("figure_id", "id_skeleton", "case__key"):
+        # a figure this change removes from its case is no longer in the way
+        if owner not in kept or figure_id in kept[owner]:
+            rows.setdefault(shape, []).append((figure_id, owner))
+    existing = {figure_id for found in rows.values() for figure_id, _ in found}
+    first = {}
+    for write, index, figure_id in figures:
+        if figure_id in existing:
+            continue
+        shape = skeleton(figure_id)
+        others = [other for other, _ in rows.get(shape, []) if other != figure_id]
+        if not others and first.setdefault(shape, figure_id) != figure_id:
+            others = [first[shape]]
+        if others:
+            problems.append(
+                refusal(figure_id, "figure", others[0], where(write, f"figures[{index}].id"))
+            )
+    return problems
 
 
 class _PendingIndex:

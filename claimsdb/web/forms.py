@@ -11,7 +11,8 @@ from django.forms import formset_factory
 
 from claimsdb import choices
 from claimsdb.codes import AttributionCode, EvidenceCode, RelationCode, RuleCode
-from claimsdb.records.figures import FigureNumber
+from claimsdb.records import jsontext
+from claimsdb.records.errors import RuleViolations
 
 from .pickers import Picker, PickerField
 
@@ -471,9 +472,11 @@ class JSONField(forms.CharField):
     def to_python(self, value):
         value = super().to_python(value)
         try:
-            return json.loads(value, parse_float=FigureNumber)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from exc
+            return jsontext.loads(value)
+        except RuleViolations as refused:
+            raise forms.ValidationError(
+                [f"{v.path}: {v.message}" if v.path else v.message for v in refused.violations]
+            ) from refused
 
 
 class MethodForm(forms.Form):

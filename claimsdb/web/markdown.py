@@ -46,7 +46,16 @@ ALLOWED_TAGS = {
     "sup",
     "ul",
 }
-ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "abbr": {"title"}, "ol": {"start"}}
+# Blocks of text each take their direction from their own first strong character (``dir``
+# is set by ``_DemoteHeadings``, never taken from the text, whose raw HTML is not parsed):
+# a right-to-left override in one paragraph ends with it.
+DIRECTED = ("p", "li", "h3", "h4", "h5", "h6", "blockquote")
+ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "abbr": {"title"},
+    "ol": {"start"},
+    **{tag: {"dir"} for tag in DIRECTED if tag != "ol"},
+}
 URL_SCHEMES = {"http", "https", "mailto"}
 LINK_REL = "noopener noreferrer nofollow"
 HEADING_SHIFT = 2
@@ -54,12 +63,14 @@ HEADING_SHIFT = 2
 
 class _DemoteHeadings(Treeprocessor):
     """Headings two levels down; images become links named by their alt text (pages load no
-    images from elsewhere)."""
+    images from elsewhere); every block of text isolated for bidi (``dir="auto"``)."""
 
     def run(self, root: etree.Element) -> None:
         for element in root.iter():
             if len(element.tag) == 2 and element.tag[0] == "h" and element.tag[1].isdigit():
                 element.tag = f"h{min(6, int(element.tag[1]) + HEADING_SHIFT)}"
+            if element.tag in DIRECTED:
+                element.set("dir", "auto")
             elif element.tag == "img":
                 src, alt = element.get("src", ""), element.get("alt", "") or "image"
                 element.attrib.clear()

@@ -12,6 +12,7 @@ from django.utils.text import Truncator
 
 from claimsdb import choices, public, search
 from claimsdb.models import AssessmentMethod, SearchKind
+from claimsdb.records.schema import normalize_tag
 from claimsdb.selectors.cases import case_list_filtered, case_list_rows, case_tags
 from claimsdb.selectors.methods import method_list
 from claimsdb.selectors.pages import page_keys
@@ -194,7 +195,7 @@ def case_list(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
     if released or status not in choices.CaseStatus.values:
         status = ""  # every released case is ready
-    tag = request.GET.get("tag", "")
+    tag = normalize_tag(request.GET.get("tag", ""))  # tags are stored in their normal form
     if tag not in tags:
         tag = ""
     values = {}
