@@ -196,7 +196,7 @@ def _forbidden_state(analyst, monkeypatch) -> None:
     document = record_document("case", "CP22-003")
     document["attributions"].append(dict(FORBIDDEN))
     with monkeypatch.context() as patched:
-        patched.setattr(writer, "_check_scope", lambda *args, **kwargs: None)
+        patched.setattr(writer, "_check_scope", lambda *args, **kwargs: set())
         case_update(user=analyst, key="CP22-003", document=document, summary="Attribute")
     assert verify_history() == []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from claimsdb import public
 from claimsdb.models import Revision
-from claimsdb.records import record_document
+from claimsdb.records import canonical, record_document
 from claimsdb.services import record_update
 from claimsdb.services.releases import release_publish
 
@@ -187,7 +187,6 @@ def test_the_public_case_list_reads_the_snapshots_of_its_page_alone(
 ):
     """A signed-out page of the case list parses the released snapshots of the cases it
     shows, not of every released case (for its tags, or to filter them)."""
-    import json
 
     from claimsdb.web import pagination
 
@@ -200,15 +199,17 @@ def test_the_public_case_list_reads_the_snapshots_of_its_page_alone(
     monkeypatch.setattr(pagination, "PAGE_SIZE", 2)
     parsed: list[str] = []
 
-    class CountingJson:
+    loads = canonical.loads
+
+    class CountingCanonical:
         @staticmethod
         def loads(text, *args, **kwargs):
-            value = json.loads(text, *args, **kwargs)
+            value = loads(text, *args, **kwargs)
             if isinstance(value, dict) and value.get("format") == "claimsdb.case/1":
                 parsed.append(value["key"])
             return value
 
-    monkeypatch.setattr(public, "json", CountingJson)
+    monkeypatch.setattr(public, "canonical", CountingCanonical)
     page = client.get("/cases/").content.decode()
     assert sorted(parsed) == ["CP22-002", "CP22-003"]  # the first page's two, of six
     assert "only-on-the-last-page" in page  # every released tag is offered

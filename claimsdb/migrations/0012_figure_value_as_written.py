@@ -22,7 +22,11 @@ def fill(apps, schema_editor):
     Figure = apps.get_model("claimsdb", "Figure")
     last = 0
     while True:
-        batch = list(Figure.objects.filter(pk__gt=last).order_by("pk")[:BATCH])
+        batch = list(
+            Figure.objects.filter(pk__gt=last)
+            .only("pk", "value", "value_text")
+            .order_by("pk")[:BATCH]
+        )
         if not batch:
             return
         for figure in batch:
@@ -35,7 +39,11 @@ def unfill(apps, schema_editor):
     Figure = apps.get_model("claimsdb", "Figure")
     last = 0
     while True:
-        batch = list(Figure.objects.filter(pk__gt=last).order_by("pk")[:BATCH])
+        batch = list(
+            Figure.objects.filter(pk__gt=last)
+            .only("pk", "value", "value_text")
+            .order_by("pk")[:BATCH]
+        )
         if not batch:
             return
         for figure in batch:
