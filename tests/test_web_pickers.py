@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from claimsdb.models import Source
+from claimsdb.models import Case, Figure, Relation, Source
 
 from .support import edit_form, field_block, get_queries, revision_count, signed_in, text_of
 
@@ -96,6 +96,66 @@ def test_figure_suggestions_for_a_case_leave_its_own_out_and_mark_barred_ones(cl
     assert "FIG-CP22-003-" not in html
     cases = client.get("/suggest/case/", {"case": CASE}).content.decode()
     assert f'value="{CASE}"' not in cases and 'value="CP22-002"' in cases
+
+
+ANOTHER_EVENT = "— another event: not attributable to this case"
+
+
+def options_with_labels(html: str) -> list[tuple[str, str]]:
+    return re.findall(r'<option value="([^"]*)">([^<]*)</option>', html)
+
+
+def case_with_figures(key: str, n: int = 1) -> Case:
+    """A case row with ``n`` figures, unrelated to any other case."""
+    case = Case.objects.create(key=key, title=f"Case {key}")
+    Figure.objects.bulk_create(
+        Figure(
+            case=case,
+            figure_id=f"FIG-{key}-N{i}",
+            position=i,
+            value="3",
+            unit="requests",
+            measure="requests",
+            scope="production",
+            description=f"Requests of {key}",
+        )
+        for i in range(n)
+    )
+    return case
+
+
+def test_figure_suggestions_mark_another_events_figures_attributable_ones_first(client):
+    html = client.get("/suggest/figure/", {"case": CASE}).content.decode()
+    # the seed's only other figure belongs to CP22-002, related_distinct: another event
+    assert ANOTHER_EVENT in html and f"— barred by {RULE}" in html
+    assert dict(options_with_labels(html))[FIGURE].endswith(f"{ANOTHER_EVENT} — barred by {RULE}")
+    same = case_with_figures("CP99-001")
+    Relation.objects.create(case=same, other=Case.objects.get(key=CASE), kind="same_event")
+    case_with_figures("CP99-002")
+    html = client.get("/suggest/figure/", {"case": CASE}).content.decode()
+    options = options_with_labels(html)
+    keys = [key for key, _ in options]
+    assert keys[0] == "FIG-CP99-001-N0", keys  # the attributable one first
+    assert ANOTHER_EVENT not in options[0][1]
+    assert ANOTHER_EVENT in dict(options)["FIG-CP99-002-N0"]
+    typed = client.get("/suggest/figure/", {"case": CASE, "q": "FIG-CP99"}).content.decode()
+    assert re.findall(r'<option value="([^"]*)"', typed) == ["FIG-CP99-001-N0", "FIG-CP99-002-N0"]
+    # the page's own datalist says the same
+    page = client.get(f"/cases/{CASE}/attributions/edit/").content.decode()
+    assert ANOTHER_EVENT in page
+
+
+def test_figure_suggestions_for_a_case_take_as_many_queries_with_many_more_figures(client):
+    case_with_figures("CP99-001", 2)
+    url = f"/suggest/figure/?case={CASE}"
+    client.get(url)
+    before = get_queries(client, url), get_queries(client, url + "&q=FIG")
+    for n in range(2, 8):
+        case_with_figures(f"CP99-00{n}", 10)
+    after = get_queries(client, url), get_queries(client, url + "&q=FIG")
+    assert after == before
+    html = client.get(url).content.decode()
+    assert html.count("<option") == 20 and html.count(ANOTHER_EVENT) == 20
 
 
 def test_suggestions_need_a_role(seeded):

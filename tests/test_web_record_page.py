@@ -124,3 +124,85 @@ def test_a_withdrawn_claims_words_in_the_lede_and_account_are_marked(seeded, ana
     assert '<del class="withdrawn-claim">' in lede
     assert f'href="#{claim_a["id"]}">withdrawn: {claim_a["id"]}</a>' in lede
     assert f'{claim_b["id"]} <span class="withdrawn-flag">(withdrawn)</span> says' in html
+
+
+# --- controls citing a claim or a source ---------------------------------------------------
+
+CITING = (
+    "Fixed as CLM-CP22-003-A describes, by SRC-SGLANG-PR-35049 and SRC-SGLANG-KV-TRANSFER-SAFETY"
+    " (not CLM-CP22-003-Z, SRC-NO-SUCH-SOURCE nor xCLM-CP22-003-A)."
+)
+CLAIM_LINK = '<a href="#CLM-CP22-003-A">CLM-CP22-003-A</a>'
+SOURCE_LINK = '<a href="/sources/SRC-SGLANG-PR-35049/">SRC-SGLANG-PR-35049</a>'
+CITED_SOURCE_LINK = (
+    '<a href="/sources/SRC-SGLANG-KV-TRANSFER-SAFETY/">SRC-SGLANG-KV-TRANSFER-SAFETY</a>'
+)
+
+
+def controls_block(html: str) -> str:
+    return html.split('<section id="controls"', 1)[1].split("</section>", 1)[0]
+
+
+def set_controls(user, texts: list[str]) -> None:
+    from .support import edit_case
+
+    edit_case(user, "CP22-003", "Controls", controls=[{"kind": "fix", "text": t} for t in texts])
+
+
+def test_a_control_citing_a_claim_and_sources_links_them(seeded, analyst, viewer):
+    set_controls(analyst, [CITING])
+    block = controls_block(signed_in(viewer).get("/cases/CP22-003/").content.decode())
+    assert CLAIM_LINK in block and SOURCE_LINK in block and CITED_SOURCE_LINK in block
+    # IDs naming nothing, and an ID inside a longer word, stay plain text
+    assert "CLM-CP22-003-Z, SRC-NO-SUCH-SOURCE nor xCLM-CP22-003-A)." in block
+    assert block.count("<a ") == 3
+
+
+def test_a_controls_text_stays_escaped_around_its_links(seeded, analyst, viewer):
+    set_controls(
+        analyst,
+        ['<script>alert(1)</script> see CLM-CP22-003-A"><img src=x onerror=alert(1)> &amp;'],
+    )
+    block = controls_block(signed_in(viewer).get("/cases/CP22-003/").content.decode())
+    assert "<script>" not in block and "<img" not in block
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; see " + CLAIM_LINK in block
+    assert "&quot;&gt;&lt;img src=x onerror=alert(1)&gt; &amp;amp;" in block
+
+
+def test_controls_citing_sources_take_as_many_queries_however_many(seeded, analyst, viewer):
+    from .support import get_queries
+
+    client = signed_in(viewer)
+    set_controls(analyst, ["Fixed by SRC-SGLANG-PR-35049."])
+    client.get("/cases/CP22-003/")
+    one = get_queries(client, "/cases/CP22-003/")
+    set_controls(
+        analyst,
+        [
+            f"Fixed by {key} and CLM-CP22-003-B, not SRC-NOPE-{n}."
+            for n, key in enumerate(
+                ["SRC-SGLANG-PR-35049", "SRC-SGLANG-PR-35360", "SRC-SGLANG-PR-37077"] * 5
+            )
+        ],
+    )
+    assert get_queries(client, "/cases/CP22-003/") == one
+    block = controls_block(client.get("/cases/CP22-003/").content.decode())
+    assert block.count('<a href="/sources/SRC-SGLANG-PR-37077/">') == 5
+
+
+def test_the_public_page_links_only_released_sources(seeded, analyst, reviewer):
+    from django.test import Client
+
+    from claimsdb.services.releases import release_publish
+
+    from .support import create_source
+
+    set_controls(analyst, [CITING + " Also SRC-UNRELEASED-FIX."])
+    release_publish(user=reviewer, notes="Controls citing")
+    create_source(analyst, "SRC-UNRELEASED-FIX")  # after the release: not published
+    html = Client().get("/cases/CP22-003/").content.decode()
+    block = controls_block(html)
+    assert CLAIM_LINK in block and SOURCE_LINK in block
+    assert "Also SRC-UNRELEASED-FIX." in block
+    working = controls_block(signed_in(reviewer).get("/cases/CP22-003/").content.decode())
+    assert '<a href="/sources/SRC-UNRELEASED-FIX/">' in working

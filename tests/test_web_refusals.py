@@ -75,6 +75,31 @@ def test_a_refusal_at_the_top_is_not_styled_as_a_flash_message():
     assert "\n.message {" not in css and ".messages .message {" in css
 
 
+def test_the_attributions_page_marks_figures_of_other_events(seeded, reviewer):
+    from claimsdb.services import record_create
+
+    # a figure of a case that is not of CP22-003's event, and barred by no rule
+    other = {
+        "id": "FIG-CP99-001-USERS",
+        "value": 1.2,
+        "unit": "%",
+        "measure": "share_of_users",
+        "scope": "production",
+        "description": "",
+        "claims": [],
+    }
+    record_create(user=reviewer, kind="case", document=new_case(NEW, figures=[other]), summary="N")
+    html = signed_in(reviewer).get("/cases/CP22-003/attributions/edit/").content.decode()
+    # a datalist hides a disabled option: the figure is offered, marked, and refused on save
+    option = html.split('value="FIG-CP99-001-USERS"', 1)[1].split("</option>", 1)[0]
+    assert option.endswith("— another event: not attributable to this case")
+    assert "a figure of another event" in text_of(html)
+    # the barred figure is still marked with its rule, and can be chosen (to be refused)
+    barred = html.split('value="FIG-CP22-002-RESPONSES"', 1)[1].split("</option>", 1)[0]
+    assert "barred by RULE-CP22-002-RESPONSES-NOT-CP22-003" in barred
+    assert "disabled" not in barred
+
+
 def test_a_key_refusal_says_the_pattern_in_words_with_an_example(seeded, analyst):
     response = submit(
         signed_in(analyst),

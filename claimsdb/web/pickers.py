@@ -28,6 +28,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from claimsdb.models import Case, Figure, Source
+from claimsdb.rules.scoped import same_event_closure
 from claimsdb.selectors.scope import forbidding_rules
 
 from .access import role_required
@@ -36,6 +37,7 @@ PAGE = 20  # suggestions shown at a time
 NEAREST = 3  # keys named when a typed key is unknown
 CANDIDATES = 200  # keys compared with an unknown one, at most
 KEY_PREFIXES = {"SRC", "FIG", "CLM", "RULE"}  # too common to tell keys apart
+ANOTHER_EVENT = "another event: not attributable to this case"
 
 
 @dataclass(frozen=True)
@@ -76,19 +78,36 @@ def suggestions(
 ) -> list[tuple[str, str]]:
     """(key, label) of at most ``limit`` records matching ``typed``: the key itself, then
     keys starting with it, then keys, titles (publishers) holding it; with nothing typed,
-    the newest records. One query, and one more for a figure chosen for ``case``: that
-    case's own figures are left out and those a scope rule bars from it are marked.
-    (A case chosen for ``case`` leaves ``case`` itself out.)"""
+    the newest records. One query.
+
+    A figure chosen for ``case`` is one that case may be given by an attribution: its own
+    figures are left out, figures of another event (a case not joined to it by a chain of
+    ``same_event``, as the scope rules' ``same_event_closure`` finds them) are marked
+    "another event", those a non-attribution rule bars are marked with the rule, and the
+    attributable ones come first. That adds the rules naming ``case`` (one query) and the
+    closure (one query per round, rounds bounded by the event's diameter), never a query
+    per figure. (A case chosen for ``case`` leaves ``case`` itself out.)"""
     typed = typed.strip()
     rows = kind.rows()
     barred: dict[str, str] = {}
+    event: set[str] | None = None  # the cases of ``case``'s event, for a figure
+    order: list[Any] = []
     if case and kind.model is Figure:
         rows = rows.exclude(case__key=case)
         barred = forbidding_rules(case)
+        event = same_event_closure([case])
+        order = [
+            Cases(
+                When(figure_id__in=list(barred), then=Value(1)),
+                When(case__key__in=sorted(event), then=Value(0)),
+                default=Value(1),
+                output_field=IntegerField(),
+            )
+        ]
     elif case and kind.model is Case:
         rows = rows.exclude(key=case)
     if not typed:
-        found = rows.order_by("-pk")[:limit]
+        found = rows.order_by(*order, "-pk")[:limit]
     else:
         where = Q(**{f"{kind.key}__icontains": typed})
         for name in kind.texts:
@@ -100,11 +119,23 @@ def suggestions(
             default=Value(3),
             output_field=IntegerField(),
         )
-        found = rows.filter(where).annotate(rank=rank).order_by("rank", kind.key)[:limit]
+        # the key typed in full first, then the attributable figures, each by rank
+        exact = Cases(
+            When(**{f"{kind.key}__iexact": typed}, then=Value(0)),
+            default=Value(1),
+            output_field=IntegerField(),
+        )
+        found = (
+            rows.filter(where)
+            .annotate(rank=rank)
+            .order_by(*([exact, *order] if order else []), "rank", kind.key)[:limit]
+        )
     options = []
     for row in found:
         key = getattr(row, kind.key)
         label = kind.label(row)
+        if event is not None and row.case.key not in event:
+            label += f" — {ANOTHER_EVENT}"
         if key in barred:
             label += f" — barred by {barred[key]}"
         options.append((key, label))

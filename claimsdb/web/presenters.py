@@ -17,7 +17,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from claimsdb import choices, public
-from claimsdb.models import AssessmentMethod, Release, Revision
+from claimsdb.models import AssessmentMethod, Release, Revision, Source
 from claimsdb.records.figures import figure_text, number_text
 from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors.methods import methods_by_key
@@ -218,6 +218,36 @@ def vocabulary_legend(vocabulary: str) -> list[dict[str, Any]]:
         {"kind": kind, "label": label(vocabulary, kind), "definition": definition}
         for kind, definition in KIND_DEFINITIONS[vocabulary].items()
     ]
+
+
+# a claim ID or source key written in a control's text, as a whole word
+CITED = re.compile(r"(?<![\w-])(?:CLM|SRC)-[A-Z0-9]+(?:-[A-Z0-9]+)*(?![\w-])")
+
+
+def cited_in_controls(controls: list[dict[str, Any]]) -> set[str]:
+    """The claim IDs and source keys written in the texts of ``controls``."""
+    return {m.group(0) for c in controls for m in CITED.finditer(c["text"])}
+
+
+def linked_citations(text: str, claims: set[str], sources: set[str]) -> SafeString:
+    """``text``, escaped, with each claim ID of ``claims`` written in it linked to the
+    claim on the page (``#CLM-…``) and each key of ``sources`` to the source's page; any
+    other ID stays plain text."""
+    pieces: list[str] = []
+    end = 0
+    for match in CITED.finditer(text):
+        cited = match.group(0)
+        if cited in claims:
+            href = f"#{cited}"
+        elif cited in sources:
+            href = reverse("source-detail", args=[cited])
+        else:
+            continue
+        pieces.append(escape(text[end : match.start()]))
+        pieces.append(f'<a href="{escape(href)}">{escape(cited)}</a>')
+        end = match.end()
+    pieces.append(escape(text[end:]))
+    return mark_safe("".join(pieces))
 
 
 _TAG = re.compile(r"(<[^>]*>)")
@@ -502,6 +532,20 @@ def case_page(
             shown.append(("the assessor's narrative", current["narrative"]))
         shown.append(("the reason the impact is ungraded", reason))
     controls, control_legend = kinds_with_definitions("control_kind", document["controls"])
+    # claim IDs and source keys a control's text cites become links when they name a claim
+    # of this case or a source there is (released, in the released view): one query at
+    # most, for the sources the page has not read already
+    cited = cited_in_controls(controls)
+    claim_ids = {c["id"] for c in document["claims"]} & cited
+    source_keys = {k for k in cited & set(sources) if not sources[k].missing}
+    unread = {k for k in cited - set(sources) if k.startswith("SRC-")}
+    if unread:
+        if released:
+            source_keys |= set(public.released_documents("source", unread, release))
+        else:
+            source_keys |= set(Source.objects.filter(key__in=unread).values_list("key", flat=True))
+    for control in controls:
+        control["text_html"] = linked_citations(control["text"], claim_ids, source_keys)
     unknowns, unknown_legend = kinds_with_definitions("unknown_kind", document["unknowns"])
     return CasePage(
         document=document,

@@ -510,7 +510,9 @@ class AttributionsEditView(ListEditView):
     anchor = "scope"
     intro = (
         "Figures of other cases that this case uses, as impact basis or as context. "
-        "Scope rules decide which figures may be attributed to this case."
+        "Scope rules decide which figures may be attributed to this case: a figure only to "
+        "its own case and to cases of its event (related as same_event), so the suggestions "
+        "mark a figure of another event, and one a rule bars, and list the others first."
     )
 
     def form_kwargs(self, document):
@@ -534,7 +536,6 @@ class AttributionsEditView(ListEditView):
         return {
             **super().extra_context(),
             "barred": getattr(self, "barred", []),
-            "elsewhere": getattr(self, "elsewhere", []),
         }
 
 
