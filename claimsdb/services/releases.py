@@ -273,45 +273,222 @@ class _Released:
 
 def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
     """The entries of the release following ``previous``, ``BATCH_SIZE`` records at a time,
-    kind by kind in listing order (``record_kinds``) and by key: three queries per batch.
+    kind by kind in listing order (``record_kinds``) and by key: a fixed number of queries
+    per batch (three, and the names of cases and rules: ``_held_cases``,
+    ``_without_unreleased_names``).
 
     The records are walked through their rows (keyset over the unique key index: records
     are never deleted, so every record with revisions or a previous entry has one), and
     ``previous``'s entries are taken in the same key range, so each record is met once.
     """
+    held = _held_cases(previous)
     for record_kind in record_kinds:
         kind = record_kind.name
-        after = ""
-        while True:
-            rows = list(
-                record_kind.model._default_manager.filter(key__gt=after)
-                .order_by("key")
-                .values_list("key", "status")[:BATCH_SIZE]
-            )
-            # a full batch ends at its last key (in the database's order); a short one is
-            # the kind's last
-            upto = rows[-1][0] if len(rows) == BATCH_SIZE else None
-            statuses = dict(rows)
-            latest = _latest_revisions(kind, list(statuses), after, upto)
-            released = _previous_entries(previous, kind, after, upto)
+        for rows in _kind_batches(kind, previous):
             batch = []
-            for key in sorted(set(statuses) | set(released)):
-                entry = _plan_entry(
-                    (kind, key), latest.get(key), released.get(key), statuses.get(key)
-                )
+            for key, latest, released, status in rows:
+                if kind == "case" and key in held:
+                    # its new revision names what is not public: the public keeps what it saw
+                    entry = _keep(kind, key, released) if released else None
+                else:
+                    entry = _plan_entry((kind, key), latest, released, status)
                 if entry is not None:
                     batch.append(entry)
             if kind == "rule":
-                batch = _without_unreleased_names(batch, previous)
+                batch = _without_unreleased_names(batch, previous, held)
             if batch:
                 yield batch
-            if upto is None:
-                break
-            after = upto
+
+
+_Row = tuple[str, "_Latest | None", "_Released | None", str | None]
+
+
+def _kind_batches(kind: str, previous: Release | None) -> Iterator[list[_Row]]:
+    """The records of ``kind`` in key order, ``BATCH_SIZE`` at a time, each with its latest
+    revision, ``previous``'s entry and its status. Three queries per batch."""
+    model = record_kinds.get(kind).model
+    after = ""
+    while True:
+        rows = list(
+            model._default_manager.filter(key__gt=after)
+            .order_by("key")
+            .values_list("key", "status")[:BATCH_SIZE]
+        )
+        # a full batch ends at its last key (in the database's order); a short one is the
+        # kind's last
+        upto = rows[-1][0] if len(rows) == BATCH_SIZE else None
+        statuses = dict(rows)
+        latest = _latest_revisions(kind, list(statuses), after, upto)
+        released = _previous_entries(previous, kind, after, upto)
+        yield [
+            (key, latest.get(key), released.get(key), statuses.get(key))
+            for key in sorted(set(statuses) | set(released))
+        ]
+        if upto is None:
+            break
+        after = upto
+
+
+@dataclass(frozen=True)
+class _Needs:
+    """What a case's new revision needs of a case it names that changes in this release:
+    whether the name is public if that case is published at its new revision, and if it
+    is held at the revision the public saw (it names a figure that one or the other has)."""
+
+    case: str
+    if_published: bool
+    if_held: bool
+
+
+def _held_cases(previous: Release | None) -> dict[str, str]:
+    """The cases whose new revision this release holds back, each with a case it names that
+    this release does not make public.
+
+    A case document names other cases — a relation's ``case``, an attribution's figure,
+    which belongs to a case — and the public view reveals nothing of work in progress, not
+    even that it exists. So a case's new revision is published only when every case it
+    names is public in the same release, and every figure it names is in the public
+    document of its case. Otherwise the public keeps the revision it saw (or, if it saw
+    none, the case waits), and a case held so may in turn hold the cases naming it: the
+    held set is the least one closed under that (cases naming one another, all ready, are
+    published together).
+
+    One pass over the cases, batch by batch (a fixed number of queries per batch: those of
+    ``_kind_batches``, the new revisions' snapshots, the figures' cases, and the named
+    cases' statuses, revisions, entries and snapshots), keeps only what cannot be decided
+    yet: a case naming another whose own new revision may be held. The closure is then
+    computed in memory over those.
+    """
+    held: dict[str, str] = {}
+    pending: dict[str, list[_Needs]] = {}
+    for rows in _kind_batches("case", previous):
+        changing: dict[str, PlannedEntry] = {}
+        plans: dict[str, tuple[PlannedEntry | None, _Released | None]] = {}
+        for key, latest, released, status in rows:
+            entry = _plan_entry(("case", key), latest, released, status)
+            if entry is not None and entry.change != ReleaseChange.UNCHANGED:
+                changing[key] = entry
+                plans[key] = (entry, released)
+        if not changing:
+            continue
+        snapshots = dict(
+            Revision.objects.filter(
+                id__in=[entry.revision_id for entry in changing.values()]
+            ).values_list("id", "snapshot")
+        )
+        names: dict[str, list[tuple[str, str | None]]] = {}  # case → [(case, figure)]
+        figures: set[str] = set()
+        for key, entry in changing.items():
+            document = json.loads(snapshots[entry.revision_id])
+            named: list[tuple[str, str | None]] = [
+                (relation["case"], None) for relation in document.get("relations", [])
+            ]
+            for attribution in document.get("attributions", []):
+                figures.add(attribution["figure"])
+                named.append(("", attribution["figure"]))
+            names[key] = named
+        owners = dict(
+            Figure.objects.filter(figure_id__in=figures).values_list("figure_id", "case__key")
+        )
+        names = {
+            key: [(case or owners.get(figure or "", ""), figure) for case, figure in named]
+            for key, named in names.items()
+        }
+        others = {case for named in names.values() for case, _ in named if case} - set(changing)
+        plans.update(_plans_of(previous, others))
+        figured = {case for named in names.values() for case, figure in named if figure}
+        revision_ids = {
+            revision_id
+            for case in figured
+            for entry, released in [plans.get(case, (None, None))]
+            for revision_id in [
+                entry.revision_id if entry else None,
+                released.revision_id if released else None,
+            ]
+            if revision_id is not None
+        }
+        seen = {
+            revision_id: {figure["id"] for figure in json.loads(snapshot).get("figures", [])}
+            for revision_id, snapshot in Revision.objects.filter(id__in=revision_ids)
+            .values_list("id", "snapshot")
+            .iterator(chunk_size=100)
+        }
+
+        for key, named in names.items():
+            needs = []
+            for case, figure in named:
+                if case == key:
+                    continue  # its own figures are published with it
+                entry, released = plans.get(case, (None, None))
+                if entry is None:
+                    held.setdefault(key, case or figure or "")
+                    continue
+                if entry.change == ReleaseChange.UNCHANGED:
+                    if not _shows(seen, entry.revision_id, figure):
+                        held.setdefault(key, case)
+                    continue
+                published = _shows(seen, entry.revision_id, figure)
+                kept = _shows(seen, released.revision_id if released else None, figure)
+                if not (published or kept):
+                    held.setdefault(key, case)
+                elif not (published and kept):
+                    needs.append(_Needs(case, published, kept))
+            if needs and key not in held:
+                pending[key] = needs
+    # the closure: a case is held when something it needs is not public as things stand
+    growing = True
+    while growing:
+        growing = False
+        for key, needs in pending.items():
+            if key in held:
+                continue
+            for need in needs:
+                if not (need.if_held if need.case in held else need.if_published):
+                    held[key] = need.case
+                    growing = True
+                    break
+    return held
+
+
+def _shows(seen: dict[int, set[str]], revision_id: int | None, figure: str | None) -> bool:
+    """Whether the revision (if any) names what ``figure`` needs: none, or its figure."""
+    return revision_id is not None and (figure is None or figure in seen[revision_id])
+
+
+def _plans_of(
+    previous: Release | None, keys: set[str]
+) -> dict[str, tuple[PlannedEntry | None, _Released | None]]:
+    """How the release plans the named cases (before holding any): their entries and
+    previous entries. Three queries."""
+    if not keys:
+        return {}
+    statuses = dict(Case.objects.filter(key__in=keys).values_list("key", "status"))
+    latest = _latest_revisions("case", list(statuses), "", None)
+    released: dict[str, _Released] = {}
+    if previous is not None:
+        released = {
+            key: _Released(rid, number, sha, withdrawn)
+            for key, rid, number, sha, withdrawn in ReleaseEntry.objects.filter(
+                release=previous, record_kind="case", record_key__in=keys
+            ).values_list(
+                "record_key",
+                "revision_id",
+                "revision__number",
+                "revision__snapshot_sha256",
+                "withdrawn",
+            )
+        }
+    return {
+        key: (
+            _plan_entry(("case", key), latest.get(key), released.get(key), statuses.get(key)),
+            released.get(key),
+        )
+        for key in keys
+    }
 
 
 def _without_unreleased_names(
-    batch: list[PlannedEntry], previous: Release | None
+    batch: list[PlannedEntry], previous: Release | None, held: dict[str, str]
 ) -> list[PlannedEntry]:
     """The rules of ``batch`` that name only what the release makes public.
 
@@ -322,9 +499,9 @@ def _without_unreleased_names(
     has no entry at all — published without its names it would still say that something
     unreleased exists — and one released before this held gets none either. It is
     published, as ``new``, by the first release that makes both public. A case is public in
-    this release if it is ready (it is published at its latest revision, whose figures are
-    the live ones) or an earlier release published it (it keeps that revision, or its
-    withdrawal). Four queries per batch.
+    this release if it is ready and its new revision is not ``held`` (it is published at its
+    latest revision, whose figures are the live ones) or an earlier release published it
+    (it keeps that revision, or its withdrawal). Four queries per batch.
     """
     if not batch:
         return batch
@@ -345,8 +522,14 @@ def _without_unreleased_names(
     )
     cases = {case for case, _ in named.values()} | set(owners.values())
     # each public case → the figures the public sees in it (None: its live figures)
+    # (a ready case whose new revision is held keeps the revision the public saw, if any)
     public: dict[str, set[str] | None] = dict.fromkeys(
-        Case.objects.filter(key__in=cases, status=CaseStatus.READY).values_list("key", flat=True)
+        set(
+            Case.objects.filter(key__in=cases, status=CaseStatus.READY).values_list(
+                "key", flat=True
+            )
+        )
+        - set(held)
     )
     if previous is not None:
         kept = ReleaseEntry.objects.filter(
@@ -436,15 +619,7 @@ def _plan_entry(
         )
 
     def keep(released: _Released) -> PlannedEntry:
-        return PlannedEntry(
-            kind,
-            key,
-            released.revision_id,
-            released.number,
-            ReleaseChange.UNCHANGED,
-            previous_number,
-            withdrawn=released.withdrawn,
-        )
+        return _keep(kind, key, released)
 
     publishable = status == record_kinds.get(kind).published_status
     if latest is None or not (publishable or status == WITHDRAWN):
@@ -459,3 +634,16 @@ def _plan_entry(
     if status == WITHDRAWN and not released.withdrawn:
         return publish(latest, ReleaseChange.WITHDRAWN)
     return publish(latest, ReleaseChange.UPDATED)
+
+
+def _keep(kind: str, key: str, released: _Released) -> PlannedEntry:
+    """The entry of a record whose public revision stays the one ``released`` published."""
+    return PlannedEntry(
+        kind,
+        key,
+        released.revision_id,
+        released.number,
+        ReleaseChange.UNCHANGED,
+        released.number,
+        withdrawn=released.withdrawn,
+    )
