@@ -19,7 +19,7 @@ from claimsdb.services import case_update, record_create
 from claimsdb.services.releases import release_plan, release_publish
 
 from .public_walk import Route, route_urls, walk_routes
-from .support import FORBIDDEN_FIGURE, new_case, token_client
+from .support import FORBIDDEN_FIGURE, new_case, signed_in, token_client
 
 SECRET_CASE = "HX-201"
 SECRET_TITLE = "Operator incident Zq7 never released"
@@ -283,6 +283,21 @@ def test_the_release_bundle_leaves_out_a_name_of_an_unreleased_case(related, tmp
         assert marker not in text
 
 
+def test_the_preview_says_what_waits_and_why(related, reviewer, analyst):
+    edit(reviewer, "CP22-002", revise)
+    plan = release_plan()
+    assert [(w.kind, w.key, w.case, w.kept) for w in plan.waiting] == [
+        ("case", "CP22-003", HIDDEN, True)
+    ]
+    assert plan.waiting_count == 1
+    page = signed_in(reviewer).get("/releases/new/").content.decode()
+    assert "What waits" in page
+    assert f"<code>CP22-003</code>: its new revision waits for {HIDDEN}, which it names" in page
+    edit(reviewer, HIDDEN)
+    assert release_plan().waiting == []
+    assert "What waits" not in signed_in(reviewer).get("/releases/new/").content.decode()
+
+
 def test_the_new_revision_is_published_with_the_case_it_names(related, reviewer):
     edit(reviewer, HIDDEN)
     plan = release_plan()
@@ -352,6 +367,12 @@ def test_a_case_naming_a_case_that_waits_waits_too(seeded, analyst, reviewer):
         summary="Rule",
     )
     edit(reviewer, "CP22-002", revise)
+    waiting = {(w.kind, w.key, w.case, w.kept) for w in release_plan().waiting}
+    assert waiting == {
+        ("case", middle, HIDDEN, False),
+        ("case", "CP22-003", middle, True),
+        ("rule", chained_rule, middle, False),
+    }
     second = release_publish(user=reviewer, notes="Release 2")
     assert entry(second, HIDDEN) is None and entry(second, middle) is None
     assert entry(second, chained_rule, "rule") is None

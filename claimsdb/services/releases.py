@@ -32,7 +32,7 @@ fixed however many records there are (docs/releases.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import User
@@ -81,6 +81,26 @@ class PlannedEntry:
     withdrawn: bool = False  # the revision withdraws the record
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """A record this release leaves out, or holds at the revision the public saw, because
+    it names a case the release does not make public (``case``; or a figure the public
+    document of its case does not have)."""
+
+    kind: str
+    key: str
+    case: str  # the case (or, if no case has it, the figure) it waits for
+    kept: bool  # the public keeps an earlier revision of it meanwhile
+
+    @property
+    def message(self) -> str:
+        what = "its new revision waits" if self.kept else "it waits"
+        return (
+            f"{what} for {self.case}, which it names: this release does not make "
+            f"{self.case} public (or the figure it names is not in its public document)"
+        )
+
+
 @dataclass
 class ReleasePlan:
     """What publishing now would record: the next number, how many entries of each change,
@@ -94,6 +114,14 @@ class ReleasePlan:
     )
     changed: list[PlannedEntry] = field(default_factory=list)
     preview_offset: int = 0
+    # the records that wait for a case they name (the first ``PREVIEW_SIZE``), and how many
+    waiting: list[Waiting] = field(default_factory=list)
+    waiting_count: int = 0
+
+    def wait(self, waiting: Waiting) -> None:
+        if len(self.waiting) < PREVIEW_SIZE:
+            self.waiting.append(waiting)
+        self.waiting_count += 1
 
     def counts(self) -> dict[str, int]:
         return dict(self.change_counts)
@@ -131,7 +159,7 @@ def release_plan(*, preview: int | None = None, preview_offset: int = 0) -> Rele
         last_revision=Revision.objects.aggregate(last=Max("number"))["last"] or 0,
         preview_offset=preview_offset,
     )
-    for batch in planned_batches(previous):
+    for batch in planned_batches(previous, plan.wait):
         for entry in batch:
             plan.add(entry, preview)
     return plan
@@ -271,7 +299,9 @@ class _Released:
     withdrawn: bool
 
 
-def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
+def planned_batches(
+    previous: Release | None, on_wait: Callable[[Waiting], None] | None = None
+) -> Iterator[list[PlannedEntry]]:
     """The entries of the release following ``previous``, ``BATCH_SIZE`` records at a time,
     kind by kind in listing order (``record_kinds``) and by key: a fixed number of queries
     per batch (three, and the names of cases and rules: ``_held_cases``,
@@ -280,8 +310,10 @@ def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
     The records are walked through their rows (keyset over the unique key index: records
     are never deleted, so every record with revisions or a previous entry has one), and
     ``previous``'s entries are taken in the same key range, so each record is met once.
+    ``on_wait`` is told of each record that waits for a case it names (``Waiting``).
     """
     held = _held_cases(previous)
+    tell = on_wait or (lambda waiting: None)
     for record_kind in record_kinds:
         kind = record_kind.name
         for rows in _kind_batches(kind, previous):
@@ -290,12 +322,13 @@ def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
                 if kind == "case" and key in held:
                     # its new revision names what is not public: the public keeps what it saw
                     entry = _keep(kind, key, released) if released else None
+                    tell(Waiting(kind, key, held[key], kept=released is not None))
                 else:
                     entry = _plan_entry((kind, key), latest, released, status)
                 if entry is not None:
                     batch.append(entry)
             if kind == "rule":
-                batch = _without_unreleased_names(batch, previous, held)
+                batch = _without_unreleased_names(batch, previous, held, tell)
             if batch:
                 yield batch
 
@@ -488,7 +521,10 @@ def _plans_of(
 
 
 def _without_unreleased_names(
-    batch: list[PlannedEntry], previous: Release | None, held: dict[str, str]
+    batch: list[PlannedEntry],
+    previous: Release | None,
+    held: dict[str, str],
+    tell: Callable[[Waiting], None],
 ) -> list[PlannedEntry]:
     """The rules of ``batch`` that name only what the release makes public.
 
@@ -545,11 +581,16 @@ def _without_unreleased_names(
         seen = public[owner]
         return seen is None or figure in seen
 
-    return [
-        entry
-        for entry in batch
-        if named[entry.revision_id][0] in public and figure_is_public(named[entry.revision_id][1])
-    ]
+    published = []
+    for entry in batch:
+        case, figure = named[entry.revision_id]
+        if case not in public:
+            tell(Waiting(entry.kind, entry.key, case, kept=False))
+        elif not figure_is_public(figure):
+            tell(Waiting(entry.kind, entry.key, owners.get(figure, figure), kept=False))
+        else:
+            published.append(entry)
+    return published
 
 
 def _latest_revisions(
