@@ -283,7 +283,7 @@ def test_the_release_bundle_leaves_out_a_name_of_an_unreleased_case(related, tmp
         assert marker not in text
 
 
-def test_the_preview_says_what_waits_and_why(related, reviewer, analyst):
+def test_the_preview_says_what_waits_and_why(related, reviewer, capsys):
     edit(reviewer, "CP22-002", revise)
     plan = release_plan()
     assert [(w.kind, w.key, w.case, w.kept) for w in plan.waiting] == [
@@ -293,6 +293,9 @@ def test_the_preview_says_what_waits_and_why(related, reviewer, analyst):
     page = signed_in(reviewer).get("/releases/new/").content.decode()
     assert "What waits" in page
     assert f"<code>CP22-003</code>: its new revision waits for {HIDDEN}, which it names" in page
+    call_command("publish_release", dry_run=True)
+    printed = capsys.readouterr().out
+    assert f"  waits: case CP22-003: its new revision waits for {HIDDEN}, which it names" in printed
     edit(reviewer, HIDDEN)
     assert release_plan().waiting == []
     assert "What waits" not in signed_in(reviewer).get("/releases/new/").content.decode()

@@ -165,10 +165,13 @@ def release_plan(*, preview: int | None = None, preview_offset: int = 0) -> Rele
     return plan
 
 
-def planned_entries() -> Iterator[PlannedEntry]:
+def planned_entries(
+    on_wait: Callable[[Waiting], None] | None = None,
+) -> Iterator[PlannedEntry]:
     """Every entry publishing now would record, in listing order, read batch by batch
-    (``publish_release --dry-run`` prints the changed ones as they come)."""
-    for batch in planned_batches(latest_release()):
+    (``publish_release --dry-run`` prints the changed ones as they come, and what waits:
+    ``on_wait``)."""
+    for batch in planned_batches(latest_release(), on_wait):
         yield from batch
 
 
