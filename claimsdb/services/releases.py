@@ -365,17 +365,6 @@ def _kind_batches(kind: str, previous: Release | None) -> Iterator[list[_Row]]:
         after = upto
 
 
-@dataclass(frozen=True)
-class _Needs:
-    """What a case's new revision needs of a case it names that changes in this release:
-    whether the name is public if that case is published at its new revision, and if it
-    is held at the revision the public saw (it names a figure that one or the other has)."""
-
-    case: str
-    if_published: bool
-    if_held: bool
-
-
 def _held_cases(previous: Release | None) -> dict[str, str]:
     """The cases whose new revision this release holds back, each with a case it names that
     this release does not make public.
@@ -393,10 +382,15 @@ def _held_cases(previous: Release | None) -> dict[str, str]:
     ``_kind_batches``, the new revisions' snapshots, the figures' cases, and the named
     cases' statuses, revisions, entries and snapshots), keeps only what cannot be decided
     yet: a case naming another whose own new revision may be held. The closure is then
-    computed in memory over those.
+    computed in memory over those, each name followed once. (A figure that only the
+    revision the public saw has, removed by the new one, makes the case naming it wait
+    whatever happens to that revision: whether it stays public is not known before the
+    closure, and waiting reveals nothing.)
     """
     held: dict[str, str] = {}
-    pending: dict[str, list[_Needs]] = {}
+    # case → the cases naming it that wait if it waits (it changes, and they need its new
+    # revision: the name, or a figure only that revision has)
+    dependents: dict[str, list[str]] = {}
     for rows in _kind_batches("case", previous):
         changing: dict[str, PlannedEntry] = {}
         plans: dict[str, tuple[PlannedEntry | None, _Released | None]] = {}
@@ -451,7 +445,7 @@ def _held_cases(previous: Release | None) -> dict[str, str]:
         }
 
         for key, named in names.items():
-            needs = []
+            needs: list[str] = []
             for case, figure in named:
                 if case == key:
                     continue  # its own figures are published with it
@@ -463,26 +457,23 @@ def _held_cases(previous: Release | None) -> dict[str, str]:
                     if not _shows(seen, entry.revision_id, figure):
                         held.setdefault(key, case)
                     continue
-                published = _shows(seen, entry.revision_id, figure)
-                kept = _shows(seen, released.revision_id if released else None, figure)
-                if not (published or kept):
+                if not _shows(seen, entry.revision_id, figure):
+                    # not in its new revision: waits (even if the public keeps a revision
+                    # that has it, whether it does is decided below; waiting is safe)
                     held.setdefault(key, case)
-                elif not (published and kept):
-                    needs.append(_Needs(case, published, kept))
-            if needs and key not in held:
-                pending[key] = needs
-    # the closure: a case is held when something it needs is not public as things stand
-    growing = True
-    while growing:
-        growing = False
-        for key, needs in pending.items():
-            if key in held:
-                continue
-            for need in needs:
-                if not (need.if_held if need.case in held else need.if_published):
-                    held[key] = need.case
-                    growing = True
-                    break
+                elif not _shows(seen, released.revision_id if released else None, figure):
+                    needs.append(case)  # public only if that case's new revision is
+            if key not in held:
+                for case in needs:
+                    dependents.setdefault(case, []).append(key)
+    # the closure: whatever needs the new revision of a case that waits waits too
+    waiting = list(held)
+    while waiting:
+        case = waiting.pop()
+        for key in dependents.pop(case, ()):
+            if key not in held:
+                held[key] = case
+                waiting.append(key)
     return held
 
 
