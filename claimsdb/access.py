@@ -13,7 +13,8 @@ Two views of the knowledge base:
 This module is the only place that decides it; the released record is read through
 ``claimsdb.public``, so the pages and the API show the public the same thing. What a
 release holds is decided by ``services/releases.py``: a record the public sees names
-nothing it does not see (a scope rule naming a case never released waits for that case),
+nothing it does not see (a scope rule, or a case's new revision, naming a case never
+released waits for that case),
 so every public read that follows the latest release's entries reveals nothing of the work
 in progress. The others only adapt these answers: ``web/access.py`` to pages (a 404 for
 what a request may not see, sign-in and 403 for editing pages), ``api/visibility.py`` to

@@ -30,13 +30,20 @@ from claimsdb.models import (
     Revision,
     Source,
 )
-from claimsdb.records import dumps_compact, record_document, sha256_text
+from claimsdb.records import RuleViolations, dumps_compact, record_document, sha256_text
 from claimsdb.services import case_create, case_update, source_withdraw
 from claimsdb.services import releases as release_service
 from claimsdb.services.ledger import chain_hash
 from claimsdb.services.releases import release_plan, release_publish
 
-from .support import api_client, case_doc, get_queries, queries_of, source_document
+from .support import (
+    api_client,
+    case_doc,
+    get_queries,
+    new_case,
+    queries_of,
+    source_document,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -140,6 +147,37 @@ def test_publishing_after_a_release_costs_a_fixed_number_of_queries_per_batch(
     most = publish_and_roll_back_with_a_change(reviewer, analyst, "SRC-A-000002")
     assert many - few == most - many
     assert 0 < many - few <= 2 * 8
+
+
+def test_holding_cases_that_name_unreleased_ones_costs_a_fixed_number_of_queries_per_batch(
+    reviewer, analyst, monkeypatch
+):
+    """Ready cases that name a never-released case, directly or through a chain that
+    crosses batches, all wait: planning them costs the same queries per batch however
+    many there are."""
+    monkeypatch.setattr(release_service, "BATCH_SIZE", 5)
+    hidden = "ZZ-999"  # the last key: every full batch is alike
+    case_create(user=analyst, document=new_case(hidden), summary="Draft")
+    counts, plans = [], []
+    for round_ in range(3):  # 10, 20 and 30 ready cases: 2, 4 and 6 full batches
+        for index in range(10):
+            number = 100 + round_ * 10 + index
+            named = hidden if number % 5 == 0 else f"ZZ-{number - 1}"
+            relation = {"case": named, "kind": "follow_up_of", "note": ""}
+            document = new_case(f"ZZ-{number}", status="ready", relations=[relation])
+            case_create(user=reviewer, document=document, summary="Ready")
+        plan = release_plan()
+        assert plan.total == 0 and plan.waiting_count == 10 * (round_ + 1)
+        plans.append(plan_queries())
+        with pytest.raises(RuleViolations):  # nothing to publish: all of them wait
+            release_publish(user=reviewer, notes="Measured")
+        with CaptureQueriesContext(connection) as queries:
+            with pytest.raises(RuleViolations):
+                release_publish(user=reviewer, notes="Measured")
+        counts.append(len(queries))
+    assert plans[1] - plans[0] == plans[2] - plans[1]
+    assert 0 < plans[1] - plans[0] <= 2 * 2 * 9  # two walks: the names, then the entries
+    assert counts[1] - counts[0] == counts[2] - counts[1]
 
 
 def publish_and_roll_back_with_a_change(reviewer, analyst, key: str) -> int:

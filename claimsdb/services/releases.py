@@ -32,7 +32,7 @@ fixed however many records there are (docs/releases.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import User
@@ -81,6 +81,26 @@ class PlannedEntry:
     withdrawn: bool = False  # the revision withdraws the record
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """A record this release leaves out, or holds at the revision the public saw, because
+    it names a case the release does not make public (``case``; or a figure the public
+    document of its case does not have)."""
+
+    kind: str
+    key: str
+    case: str  # the case (or, if no case has it, the figure) it waits for
+    kept: bool  # the public keeps an earlier revision of it meanwhile
+
+    @property
+    def message(self) -> str:
+        what = "its new revision waits" if self.kept else "it waits"
+        return (
+            f"{what} for {self.case}, which it names: this release does not make "
+            f"{self.case} public (or the figure it names is not in its public document)"
+        )
+
+
 @dataclass
 class ReleasePlan:
     """What publishing now would record: the next number, how many entries of each change,
@@ -94,6 +114,14 @@ class ReleasePlan:
     )
     changed: list[PlannedEntry] = field(default_factory=list)
     preview_offset: int = 0
+    # the records that wait for a case they name (the first ``PREVIEW_SIZE``), and how many
+    waiting: list[Waiting] = field(default_factory=list)
+    waiting_count: int = 0
+
+    def wait(self, waiting: Waiting) -> None:
+        if len(self.waiting) < PREVIEW_SIZE:
+            self.waiting.append(waiting)
+        self.waiting_count += 1
 
     def counts(self) -> dict[str, int]:
         return dict(self.change_counts)
@@ -131,16 +159,19 @@ def release_plan(*, preview: int | None = None, preview_offset: int = 0) -> Rele
         last_revision=Revision.objects.aggregate(last=Max("number"))["last"] or 0,
         preview_offset=preview_offset,
     )
-    for batch in planned_batches(previous):
+    for batch in planned_batches(previous, plan.wait):
         for entry in batch:
             plan.add(entry, preview)
     return plan
 
 
-def planned_entries() -> Iterator[PlannedEntry]:
+def planned_entries(
+    on_wait: Callable[[Waiting], None] | None = None,
+) -> Iterator[PlannedEntry]:
     """Every entry publishing now would record, in listing order, read batch by batch
-    (``publish_release --dry-run`` prints the changed ones as they come)."""
-    for batch in planned_batches(latest_release()):
+    (``publish_release --dry-run`` prints the changed ones as they come, and what waits:
+    ``on_wait``)."""
+    for batch in planned_batches(latest_release(), on_wait):
         yield from batch
 
 
@@ -271,47 +302,223 @@ class _Released:
     withdrawn: bool
 
 
-def planned_batches(previous: Release | None) -> Iterator[list[PlannedEntry]]:
+def planned_batches(
+    previous: Release | None, on_wait: Callable[[Waiting], None] | None = None
+) -> Iterator[list[PlannedEntry]]:
     """The entries of the release following ``previous``, ``BATCH_SIZE`` records at a time,
-    kind by kind in listing order (``record_kinds``) and by key: three queries per batch.
+    kind by kind in listing order (``record_kinds``) and by key: a fixed number of queries
+    per batch (three, and the names of cases and rules: ``_held_cases``,
+    ``_without_unreleased_names``).
 
     The records are walked through their rows (keyset over the unique key index: records
     are never deleted, so every record with revisions or a previous entry has one), and
     ``previous``'s entries are taken in the same key range, so each record is met once.
+    ``on_wait`` is told of each record that waits for a case it names (``Waiting``).
     """
+    held = _held_cases(previous)
+    tell = on_wait or (lambda waiting: None)
     for record_kind in record_kinds:
         kind = record_kind.name
-        after = ""
-        while True:
-            rows = list(
-                record_kind.model._default_manager.filter(key__gt=after)
-                .order_by("key")
-                .values_list("key", "status")[:BATCH_SIZE]
-            )
-            # a full batch ends at its last key (in the database's order); a short one is
-            # the kind's last
-            upto = rows[-1][0] if len(rows) == BATCH_SIZE else None
-            statuses = dict(rows)
-            latest = _latest_revisions(kind, list(statuses), after, upto)
-            released = _previous_entries(previous, kind, after, upto)
+        for rows in _kind_batches(kind, previous):
             batch = []
-            for key in sorted(set(statuses) | set(released)):
-                entry = _plan_entry(
-                    (kind, key), latest.get(key), released.get(key), statuses.get(key)
-                )
+            for key, latest, released, status in rows:
+                if kind == "case" and key in held:
+                    # its new revision names what is not public: the public keeps what it saw
+                    entry = _keep(kind, key, released) if released else None
+                    tell(Waiting(kind, key, held[key], kept=released is not None))
+                else:
+                    entry = _plan_entry((kind, key), latest, released, status)
                 if entry is not None:
                     batch.append(entry)
             if kind == "rule":
-                batch = _without_unreleased_names(batch, previous)
+                batch = _without_unreleased_names(batch, previous, held, tell)
             if batch:
                 yield batch
-            if upto is None:
-                break
-            after = upto
+
+
+_Row = tuple[str, "_Latest | None", "_Released | None", str | None]
+
+
+def _kind_batches(kind: str, previous: Release | None) -> Iterator[list[_Row]]:
+    """The records of ``kind`` in key order, ``BATCH_SIZE`` at a time, each with its latest
+    revision, ``previous``'s entry and its status. Three queries per batch."""
+    model = record_kinds.get(kind).model
+    after = ""
+    while True:
+        rows = list(
+            model._default_manager.filter(key__gt=after)
+            .order_by("key")
+            .values_list("key", "status")[:BATCH_SIZE]
+        )
+        # a full batch ends at its last key (in the database's order); a short one is the
+        # kind's last
+        upto = rows[-1][0] if len(rows) == BATCH_SIZE else None
+        statuses = dict(rows)
+        latest = _latest_revisions(kind, list(statuses), after, upto)
+        released = _previous_entries(previous, kind, after, upto)
+        yield [
+            (key, latest.get(key), released.get(key), statuses.get(key))
+            for key in sorted(set(statuses) | set(released))
+        ]
+        if upto is None:
+            break
+        after = upto
+
+
+def _held_cases(previous: Release | None) -> dict[str, str]:
+    """The cases whose new revision this release holds back, each with a case it names that
+    this release does not make public.
+
+    A case document names other cases — a relation's ``case``, an attribution's figure,
+    which belongs to a case — and the public view reveals nothing of work in progress, not
+    even that it exists. So a case's new revision is published only when every case it
+    names is public in the same release, and every figure it names is in the public
+    document of its case. Otherwise the public keeps the revision it saw (or, if it saw
+    none, the case waits), and a case held so may in turn hold the cases naming it: the
+    held set is the least one closed under that (cases naming one another, all ready, are
+    published together).
+
+    One pass over the cases, batch by batch (a fixed number of queries per batch: those of
+    ``_kind_batches``, the new revisions' snapshots, the figures' cases, and the named
+    cases' statuses, revisions, entries and snapshots), keeps only what cannot be decided
+    yet: a case naming another whose own new revision may be held. The closure is then
+    computed in memory over those, each name followed once. (A figure that only the
+    revision the public saw has, removed by the new one, makes the case naming it wait
+    whatever happens to that revision: whether it stays public is not known before the
+    closure, and waiting reveals nothing.)
+    """
+    held: dict[str, str] = {}
+    # case → the cases naming it that wait if it waits (it changes, and they need its new
+    # revision: the name, or a figure only that revision has)
+    dependents: dict[str, list[str]] = {}
+    for rows in _kind_batches("case", previous):
+        changing: dict[str, PlannedEntry] = {}
+        plans: dict[str, tuple[PlannedEntry | None, _Released | None]] = {}
+        for key, latest, released, status in rows:
+            entry = _plan_entry(("case", key), latest, released, status)
+            if entry is not None and entry.change != ReleaseChange.UNCHANGED:
+                changing[key] = entry
+                plans[key] = (entry, released)
+        if not changing:
+            continue
+        snapshots = dict(
+            Revision.objects.filter(
+                id__in=[entry.revision_id for entry in changing.values()]
+            ).values_list("id", "snapshot")
+        )
+        names: dict[str, list[tuple[str, str | None]]] = {}  # case → [(case, figure)]
+        figures: set[str] = set()
+        for key, entry in changing.items():
+            document = json.loads(snapshots[entry.revision_id])
+            named: list[tuple[str, str | None]] = [
+                (relation["case"], None) for relation in document.get("relations", [])
+            ]
+            for attribution in document.get("attributions", []):
+                figures.add(attribution["figure"])
+                named.append(("", attribution["figure"]))
+            names[key] = named
+        owners = dict(
+            Figure.objects.filter(figure_id__in=figures).values_list("figure_id", "case__key")
+        )
+        names = {
+            key: [(case or owners.get(figure or "", ""), figure) for case, figure in named]
+            for key, named in names.items()
+        }
+        others = {case for named in names.values() for case, _ in named if case} - set(changing)
+        plans.update(_plans_of(previous, others))
+        figured = {case for named in names.values() for case, figure in named if figure}
+        revision_ids = {
+            revision_id
+            for case in figured
+            for entry, released in [plans.get(case, (None, None))]
+            for revision_id in [
+                entry.revision_id if entry else None,
+                released.revision_id if released else None,
+            ]
+            if revision_id is not None
+        }
+        seen = {
+            revision_id: {figure["id"] for figure in json.loads(snapshot).get("figures", [])}
+            for revision_id, snapshot in Revision.objects.filter(id__in=revision_ids)
+            .values_list("id", "snapshot")
+            .iterator(chunk_size=100)
+        }
+
+        for key, named in names.items():
+            needs: list[str] = []
+            for case, figure in named:
+                if case == key:
+                    continue  # its own figures are published with it
+                entry, released = plans.get(case, (None, None))
+                if entry is None:
+                    held.setdefault(key, case or figure or "")
+                    continue
+                if entry.change == ReleaseChange.UNCHANGED:
+                    if not _shows(seen, entry.revision_id, figure):
+                        held.setdefault(key, case)
+                    continue
+                if not _shows(seen, entry.revision_id, figure):
+                    # not in its new revision: waits (even if the public keeps a revision
+                    # that has it, whether it does is decided below; waiting is safe)
+                    held.setdefault(key, case)
+                elif not _shows(seen, released.revision_id if released else None, figure):
+                    needs.append(case)  # public only if that case's new revision is
+            if key not in held:
+                for case in needs:
+                    dependents.setdefault(case, []).append(key)
+    # the closure: whatever needs the new revision of a case that waits waits too
+    waiting = list(held)
+    while waiting:
+        case = waiting.pop()
+        for key in dependents.pop(case, ()):
+            if key not in held:
+                held[key] = case
+                waiting.append(key)
+    return held
+
+
+def _shows(seen: dict[int, set[str]], revision_id: int | None, figure: str | None) -> bool:
+    """Whether the revision (if any) names what ``figure`` needs: none, or its figure."""
+    return revision_id is not None and (figure is None or figure in seen[revision_id])
+
+
+def _plans_of(
+    previous: Release | None, keys: set[str]
+) -> dict[str, tuple[PlannedEntry | None, _Released | None]]:
+    """How the release plans the named cases (before holding any): their entries and
+    previous entries. Three queries."""
+    if not keys:
+        return {}
+    statuses = dict(Case.objects.filter(key__in=keys).values_list("key", "status"))
+    latest = _latest_revisions("case", list(statuses), "", None)
+    released: dict[str, _Released] = {}
+    if previous is not None:
+        released = {
+            key: _Released(rid, number, sha, withdrawn)
+            for key, rid, number, sha, withdrawn in ReleaseEntry.objects.filter(
+                release=previous, record_kind="case", record_key__in=keys
+            ).values_list(
+                "record_key",
+                "revision_id",
+                "revision__number",
+                "revision__snapshot_sha256",
+                "withdrawn",
+            )
+        }
+    return {
+        key: (
+            _plan_entry(("case", key), latest.get(key), released.get(key), statuses.get(key)),
+            released.get(key),
+        )
+        for key in keys
+    }
 
 
 def _without_unreleased_names(
-    batch: list[PlannedEntry], previous: Release | None
+    batch: list[PlannedEntry],
+    previous: Release | None,
+    held: dict[str, str],
+    tell: Callable[[Waiting], None],
 ) -> list[PlannedEntry]:
     """The rules of ``batch`` that name only what the release makes public.
 
@@ -322,9 +529,9 @@ def _without_unreleased_names(
     has no entry at all — published without its names it would still say that something
     unreleased exists — and one released before this held gets none either. It is
     published, as ``new``, by the first release that makes both public. A case is public in
-    this release if it is ready (it is published at its latest revision, whose figures are
-    the live ones) or an earlier release published it (it keeps that revision, or its
-    withdrawal). Four queries per batch.
+    this release if it is ready and its new revision is not ``held`` (it is published at its
+    latest revision, whose figures are the live ones) or an earlier release published it
+    (it keeps that revision, or its withdrawal). Four queries per batch.
     """
     if not batch:
         return batch
@@ -345,8 +552,14 @@ def _without_unreleased_names(
     )
     cases = {case for case, _ in named.values()} | set(owners.values())
     # each public case → the figures the public sees in it (None: its live figures)
+    # (a ready case whose new revision is held keeps the revision the public saw, if any)
     public: dict[str, set[str] | None] = dict.fromkeys(
-        Case.objects.filter(key__in=cases, status=CaseStatus.READY).values_list("key", flat=True)
+        set(
+            Case.objects.filter(key__in=cases, status=CaseStatus.READY).values_list(
+                "key", flat=True
+            )
+        )
+        - set(held)
     )
     if previous is not None:
         kept = ReleaseEntry.objects.filter(
@@ -362,11 +575,16 @@ def _without_unreleased_names(
         seen = public[owner]
         return seen is None or figure in seen
 
-    return [
-        entry
-        for entry in batch
-        if named[entry.revision_id][0] in public and figure_is_public(named[entry.revision_id][1])
-    ]
+    published = []
+    for entry in batch:
+        case, figure = named[entry.revision_id]
+        if case not in public:
+            tell(Waiting(entry.kind, entry.key, case, kept=False))
+        elif not figure_is_public(figure):
+            tell(Waiting(entry.kind, entry.key, owners.get(figure, figure), kept=False))
+        else:
+            published.append(entry)
+    return published
 
 
 def _latest_revisions(
@@ -436,15 +654,7 @@ def _plan_entry(
         )
 
     def keep(released: _Released) -> PlannedEntry:
-        return PlannedEntry(
-            kind,
-            key,
-            released.revision_id,
-            released.number,
-            ReleaseChange.UNCHANGED,
-            previous_number,
-            withdrawn=released.withdrawn,
-        )
+        return _keep(kind, key, released)
 
     publishable = status == record_kinds.get(kind).published_status
     if latest is None or not (publishable or status == WITHDRAWN):
@@ -459,3 +669,16 @@ def _plan_entry(
     if status == WITHDRAWN and not released.withdrawn:
         return publish(latest, ReleaseChange.WITHDRAWN)
     return publish(latest, ReleaseChange.UPDATED)
+
+
+def _keep(kind: str, key: str, released: _Released) -> PlannedEntry:
+    """The entry of a record whose public revision stays the one ``released`` published."""
+    return PlannedEntry(
+        kind,
+        key,
+        released.revision_id,
+        released.number,
+        ReleaseChange.UNCHANGED,
+        released.number,
+        withdrawn=released.withdrawn,
+    )

@@ -6,7 +6,12 @@ from claimsdb.models import ReleaseChange
 from claimsdb.public import release_counts
 from claimsdb.records import PermissionDenied, RuleViolations
 from claimsdb.records.kinds import record_kinds
-from claimsdb.services.releases import latest_release, planned_entries, release_publish
+from claimsdb.services.releases import (
+    Waiting,
+    latest_release,
+    planned_entries,
+    release_publish,
+)
 
 from ._common import acting_user
 
@@ -55,7 +60,11 @@ class Command(BaseCommand):
         """The changed entries as the plan meets them, then the counts."""
         previous = latest_release()
         counts = {change: 0 for change in ReleaseChange.values}
-        for entry in planned_entries():
+
+        def waits(waiting: Waiting) -> None:
+            self.stdout.write(f"  waits: {waiting.kind} {waiting.key}: {waiting.message}")
+
+        for entry in planned_entries(waits):
             counts[entry.change] += 1
             if entry.change != ReleaseChange.UNCHANGED:
                 self._entry(entry.change, entry.kind, entry.key, entry.revision)
