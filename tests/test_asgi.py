@@ -5,6 +5,7 @@ stream."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
 import json
 import warnings
@@ -16,6 +17,13 @@ from claimsdb.services import bundle_load
 from claimsdb.services.releases import release_publish
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the handler's threads read the data
+
+
+def run_in_thread(coroutine):
+    """``asyncio.run`` in a thread of its own: a browser test earlier in the same process
+    (Playwright's sync API) may have left an event loop running in this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def scope(path: str, method: str = "GET", headers: list | None = None) -> dict:
@@ -99,7 +107,7 @@ def test_a_request_still_sending_its_body_holds_no_slot(monkeypatch, seeded, rev
             task.cancel()
         return reader
 
-    reader = asyncio.run(run())
+    reader = run_in_thread(run())
     assert reader.status == 200
     assert json.loads(reader.body)["count"] == 2
 
@@ -108,7 +116,7 @@ def test_a_declared_body_over_the_limit_is_refused_before_it_is_read(db):
     handler = asgi.ClaimsdbASGIHandler()
     exchange = Exchange([b"x"] * 3)
     too_many = str(limits.UPLOAD_MAX_BYTES + 1).encode()
-    asyncio.run(
+    run_in_thread(
         serve(
             handler,
             "/api/v1/imports/",
@@ -126,7 +134,7 @@ def test_a_body_without_a_length_is_refused_once_it_passes_the_limit(db, monkeyp
     monkeypatch.setattr(limits, "UPLOAD_MAX_BYTES", 10)
     handler = asgi.ClaimsdbASGIHandler()
     exchange = Exchange([b"0123456"] * 100, stall=True)
-    asyncio.run(
+    run_in_thread(
         asyncio.wait_for(
             serve(
                 handler,
@@ -150,7 +158,7 @@ def test_a_streaming_response_streams(seeded, reviewer):
     exchange = Exchange()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        asyncio.run(serve(handler, "/api/v1/releases/1/bundle.json", exchange))
+        run_in_thread(serve(handler, "/api/v1/releases/1/bundle.json", exchange))
     assert exchange.status == 200
     # read in trips from the request's own thread, never whole into a list (Django's
     # fallback for a synchronous iterator, which warns)
@@ -182,7 +190,7 @@ def test_signing_in_and_a_form_under_the_asgi_handler(seeded, reviewer):
                 (b"referer", b"http://testserver/accounts/login/"),
             ]
         exchange = Exchange([body] if body else [])
-        asyncio.run(serve(handler, path, exchange, method=method, headers=headers))
+        run_in_thread(serve(handler, path, exchange, method=method, headers=headers))
         remember(exchange)
         return exchange
 
@@ -190,7 +198,7 @@ def test_signing_in_and_a_form_under_the_asgi_handler(seeded, reviewer):
     assert form.status == 200
     token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', form.body).group(1)
     refused = Exchange([b"username=reviewer&password=pw-reviewer"])
-    asyncio.run(
+    run_in_thread(
         serve(
             handler,
             "/accounts/login/",

@@ -110,7 +110,6 @@ def table() -> dict:
         "b": [5, 18],
         "claim_id": ["CLM-CP22-003-A", "CLM-HX-202-A"],
         "pk": [1],
-        "kind": ["source", "figure", "case"],
         "run_id": ["RUN-UNKNOWN"],
         "kind": ["source", "figure", "case"],  # the pickers' suggestions
     }

@@ -57,8 +57,8 @@ def test_a_refusal_at_the_top_of_a_form_is_not_clipped(seeded_site, new_page):
     sign_in(page, seeded_site, "reviewer")
     page.goto(f"{seeded_site}/rules/new/")
     page.fill("input[name=rule-key]", "RULE-CP22-002-RESPONSES-NOT-CP99-001")
-    page.select_option("select[name=rule-figure]", "FIG-CP22-002-RESPONSES")
-    page.select_option("select[name=rule-case]", "CP99-001")
+    page.fill("input[name=rule-figure]", "FIG-CP22-002-RESPONSES")
+    page.fill("input[name=rule-case]", "CP99-001")
     page.fill("textarea[name=rule-reason]", "Counted for another event.")
     page.fill("input[name=summary]", "Refused")
     page.locator("form button[type=submit]").last.click()
@@ -85,18 +85,16 @@ def test_attribution_figure_ids_are_not_cut_on_a_desktop(seeded_site, new_page):
     page = new_page(width=1280, javascript=True)
     sign_in(page, seeded_site, "analyst")
     page.goto(f"{seeded_site}/cases/CP22-003/attributions/edit/")
-    select = page.locator("select[name=attributions-0-figure]")
-    select.select_option("FIG-CP22-002-RESPONSES")
-    # the width the selected option's text needs, up to the end of the figure ID and what
-    # it is, against the room the select gives it
-    needed, room = select.evaluate(
+    field = page.locator("input[name=attributions-0-figure]")
+    field.fill("FIG-CP22-002-RESPONSES")
+    # the width the figure ID needs against the room the input gives it
+    needed, room = field.evaluate(
         """s => {
              const style = getComputedStyle(s);
              const context = document.createElement("canvas").getContext("2d");
              context.font = style.font;
-             const text = s.options[s.selectedIndex].text.split(" — ")[0];
              const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
-             return [context.measureText(text).width, s.clientWidth - padding - 24];
+             return [context.measureText(s.value).width, s.clientWidth - padding];
            }"""
     )
     assert needed <= room, (needed, room)
