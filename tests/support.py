@@ -580,3 +580,13 @@ def braces_balanced(text: str) -> bool:
         if depth < 0:
             return False
     return depth == 0
+
+
+def run_in_thread(coroutine):
+    """``asyncio.run`` in a thread of its own: a browser test earlier in the same process
+    (Playwright's sync API) may have left an event loop running in this one."""
+    import asyncio
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

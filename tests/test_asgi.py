@@ -5,7 +5,6 @@ stream."""
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import copy
 import json
 import warnings
@@ -16,14 +15,9 @@ from claimsdb import asgi, limits
 from claimsdb.services import bundle_load
 from claimsdb.services.releases import release_publish
 
+from .support import run_in_thread
+
 pytestmark = pytest.mark.django_db(transaction=True)  # the handler's threads read the data
-
-
-def run_in_thread(coroutine):
-    """``asyncio.run`` in a thread of its own: a browser test earlier in the same process
-    (Playwright's sync API) may have left an event loop running in this one."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 def scope(path: str, method: str = "GET", headers: list | None = None) -> dict:

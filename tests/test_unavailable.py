@@ -14,7 +14,7 @@ from django.test import Client
 from claimsdb import replicas
 from claimsdb.services.releases import release_publish
 
-from .support import body, signed_in, token_client
+from .support import body, run_in_thread, signed_in, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -169,7 +169,6 @@ def test_when_a_replica_dies_no_read_fails_under_the_asgi_server(
 ):
     """The same through the handler make serve runs (claimsdb/asgi.py): the replica
     router's per-request state follows the request into its thread and back."""
-    import asyncio
 
     from claimsdb import asgi
 
@@ -184,6 +183,6 @@ def test_when_a_replica_dies_no_read_fails_under_the_asgi_server(
         return exchange.status
 
     for path in [PAGES[0], *ENDPOINTS, PAGES[1]]:
-        assert asyncio.run(read(path)) == 200, path
+        assert run_in_thread(read(path)) == 200, path
     health = replicas._health[ALIAS]
     assert not health.usable and health.reason == "a read failed (HTTP 503)"
