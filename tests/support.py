@@ -590,3 +590,38 @@ def run_in_thread(coroutine):
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
+
+
+def case_with_figure(key: str, source: str = "SRC-SGLANG-KV-TRANSFER-SAFETY") -> dict:
+    """A case with a production figure (``figure_of(key)``) supported by its own claim,
+    which cites ``source`` (a source of the seed)."""
+    claim = f"CLM-{key}-A"
+    return new_case(
+        key,
+        claims=[
+            {
+                "id": claim,
+                "statement": "Forty responses were affected.",
+                "status": "supported",
+                "status_note": "",
+                "basis": "reported_finding",
+                "origin": "human",
+                "evidence": [{"source": source, "relation": "supports", "locator": "§2"}],
+            }
+        ],
+        figures=[
+            {
+                "id": figure_of(key),
+                "value": 40,
+                "unit": "responses",
+                "measure": "affected_responses",
+                "scope": "production",
+                "description": "",
+                "claims": [claim],
+            }
+        ],
+    )
+
+
+def figure_of(key: str) -> str:
+    return f"FIG-{key}-RESPONSES"

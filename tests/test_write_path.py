@@ -15,7 +15,7 @@ from claimsdb.models import LedgerHead, WriteFootprint
 from claimsdb.records import RuleViolations, record_document
 from claimsdb.services import bundle_load, case_update, footprints, rule_create, writer
 
-from .support import bundle_of, load_seed_bundle, make_user, new_case, relate
+from .support import bundle_of, case_with_figure, load_seed_bundle, make_user, new_case, relate
 
 ON_POSTGRES = pytest.mark.postgres(
     reason="writes are checked before the ledger lock on PostgreSQL only"
@@ -78,35 +78,6 @@ def count_checks(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(writer, "_check", counted)
     return checks
-
-
-def case_with_figure(key: str) -> dict:
-    claim = f"CLM-{key}-A"
-    return new_case(
-        key,
-        claims=[
-            {
-                "id": claim,
-                "statement": "Forty responses were affected.",
-                "status": "supported",
-                "status_note": "",
-                "basis": "reported_finding",
-                "origin": "human",
-                "evidence": [{"source": SOURCE, "relation": "supports", "locator": "§2"}],
-            }
-        ],
-        figures=[
-            {
-                "id": f"FIG-{key}-RESPONSES",
-                "value": 40,
-                "unit": "responses",
-                "measure": "affected_responses",
-                "scope": "production",
-                "description": "",
-                "claims": [claim],
-            }
-        ],
-    )
 
 
 @ON_POSTGRES

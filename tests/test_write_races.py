@@ -20,7 +20,15 @@ from claimsdb.models import Revision
 from claimsdb.records import RuleViolations, StaleRevision, record_document
 from claimsdb.services import bundle_load, case_update, rule_create
 
-from .support import bundle_of, load_seed_bundle, make_user, new_case, relate
+from .support import (
+    bundle_of,
+    case_with_figure,
+    figure_of,
+    load_seed_bundle,
+    make_user,
+    new_case,
+    relate,
+)
 
 pytestmark = [
     pytest.mark.postgres(
@@ -31,7 +39,6 @@ pytestmark = [
 
 ROUNDS = 5
 GROUPS = 4  # independent races per round, two writers each: eight threads
-SOURCE = "SRC-SGLANG-KV-TRANSFER-SAFETY"  # a source of the seed
 
 
 @pytest.fixture
@@ -78,40 +85,6 @@ def exactly_one_won(results: list[BaseException | None]) -> None:
     (refused,) = [error for error in results if error is not None]
     assert isinstance(refused, RuleViolations), refused
     assert all(code.startswith("scope.") for code in refused.codes), refused.codes
-
-
-def case_with_figure(key: str) -> dict:
-    """A case with a production figure (supported by its own claim)."""
-    claim = f"CLM-{key}-A"
-    return new_case(
-        key,
-        claims=[
-            {
-                "id": claim,
-                "statement": "Forty responses were affected.",
-                "status": "supported",
-                "status_note": "",
-                "basis": "reported_finding",
-                "origin": "human",
-                "evidence": [{"source": SOURCE, "relation": "supports", "locator": "§2"}],
-            }
-        ],
-        figures=[
-            {
-                "id": figure_of(key),
-                "value": 40,
-                "unit": "responses",
-                "measure": "affected_responses",
-                "scope": "production",
-                "description": "",
-                "claims": [claim],
-            }
-        ],
-    )
-
-
-def figure_of(key: str) -> str:
-    return f"FIG-{key}-RESPONSES"
 
 
 def rule(key: str, *, figure: str, case: str) -> dict:
