@@ -303,6 +303,7 @@ ANALYST_PAGES = [
     f"/cases/{CASE}/edit/",
     f"/cases/{CASE}/claims/",
     f"/cases/{CASE}/claims/new/",
+    f"/cases/{CASE}/claims/add/",
     f"/cases/{CASE}/claims/{CLAIM}/edit/",
     f"/cases/{CASE}/claims/{CLAIM}/withdraw/",
     f"/cases/{CASE}/assessments/new/",
@@ -312,6 +313,7 @@ ANALYST_PAGES = [
     f"/cases/{CASE}/relations/edit/",
     f"/cases/{CASE}/controls/edit/",
     f"/cases/{CASE}/unknowns/edit/",
+    f"/cases/{CASE}/lists/edit/",
     "/sources/new/",
     f"/sources/{SOURCE}/edit/",
 ]
