@@ -2,6 +2,7 @@
 
 import pytest
 
+from claimsdb.integrity import verify_history
 from claimsdb.models import Approval, LedgerHead
 from claimsdb.records import PermissionDenied, RecordNotFound, RuleViolations, StaleApproval
 from claimsdb.selectors.approvals import (
@@ -151,3 +152,71 @@ def test_approvals_chain_without_gaps(seeded, analyst, second):
         approvals[-1].number,
         approvals[-1].chain_hash,
     )
+
+
+# --- tamper evidence ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def approved_three(seeded, analyst, second):
+    """Three approvals of CP22-003, each of a new analyst's edit."""
+    for n in range(3):
+        number = edit_case(analyst, "CP22-003", summary=f"Edit {n}", limits=f"Limits {n}.")
+        approve(user=second, record_kind="case", record_key="CP22-003", revision_number=number)
+    assert verify_history() == []
+    return list(Approval.objects.order_by("number"))
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("note", "Looks fine to me"),
+        ("self_approved", True),
+        ("status", "draft"),
+        ("since_number", 1),
+        ("created_at", "2020-01-01T00:00:00.000001Z"),
+    ],
+)
+def test_verify_catches_an_edited_approval(approved_three, field, value):
+    middle = approved_three[1]
+    Approval.objects.filter(pk=middle.pk).update(**{field: value})
+    problems = verify_history()
+    assert any(f"approval {middle.number} " in p and "edited" in p for p in problems), problems
+
+
+def test_verify_catches_an_approval_given_another_reviewer(approved_three, reviewer):
+    middle = approved_three[1]
+    Approval.objects.filter(pk=middle.pk).update(reviewer=reviewer)
+    assert any(f"approval {middle.number} " in p for p in verify_history())
+
+
+def test_verify_catches_an_approval_moved_to_another_revision(approved_three):
+    first, middle = approved_three[0], approved_three[1]
+    Approval.objects.filter(pk=middle.pk).update(revision=first.revision)
+    assert any(f"approval {middle.number}:" in p for p in verify_history())
+
+
+def test_verify_catches_a_deleted_approval(approved_three):
+    middle = approved_three[1]
+    Approval.objects.filter(pk=middle.pk).delete()
+    problems = verify_history()
+    assert any(f"approval {middle.number} missing" in p for p in problems), problems
+
+
+def test_verify_catches_the_last_approval_deleted(approved_three):
+    Approval.objects.filter(pk=approved_three[-1].pk).delete()
+    problems = verify_history()
+    assert any("the ledger head says approval" in p for p in problems), problems
+
+
+def test_verify_catches_an_inserted_approval(approved_three, reviewer):
+    last = approved_three[-1]
+    forged = Approval.objects.get(pk=last.pk)
+    forged.pk = None
+    forged.number = last.number + 1
+    forged.previous_hash = last.chain_hash
+    forged.chain_hash = "f" * 64
+    forged.reviewer = reviewer
+    forged.save()
+    problems = verify_history()
+    assert any(f"approval {forged.number} " in p for p in problems), problems
