@@ -60,12 +60,12 @@ def record_approvals(kind: str, key: str) -> QuerySet[Approval]:
 
 def approvals_of_revisions(revision_ids: Iterable[int]) -> dict[int, Approval]:
     """The approval of each of these revisions that has one, by revision id (with its
-    reviewer): the history pages show who reviewed a revision. One query."""
+    reviewer): the history pages show who reviewed a revision. One query, even for no
+    revisions (an empty page of a feed costs what any other page does)."""
+    ids = list(revision_ids) or [0]  # no revision has id 0
     return {
         approval.revision_id: approval
-        for approval in Approval.objects.filter(revision_id__in=list(revision_ids)).select_related(
-            "reviewer"
-        )
+        for approval in Approval.objects.filter(revision_id__in=ids).select_related("reviewer")
     }
 
 
