@@ -69,6 +69,26 @@ def approvals_of_revisions(revision_ids: Iterable[int]) -> dict[int, Approval]:
     }
 
 
+def approvals_of_numbers(kind: str, key: str, numbers: Iterable[int]) -> dict[int, Approval]:
+    """The approvals of these revisions of one record, by revision number (with their
+    reviewers): the history lines say who reviewed each. One query, along the approvals'
+    record index, even for no numbers."""
+    wanted = list(numbers) or [0]
+    return {
+        approval.revision_number: approval
+        for approval in Approval.objects.filter(
+            record_kind=kind, record_key=key, revision_number__in=wanted
+        ).select_related("reviewer")
+    }
+
+
+def review_label(approval: Approval) -> str:
+    """How a history line names an approval: "self-approved by …" when four eyes was off
+    and the reviewer approved their own change, else "reviewed by …"."""
+    how = "self-approved" if approval.self_approved else "reviewed"
+    return f"{how} by {approval.reviewer.get_username()}"
+
+
 def covering_approvals(kind: str, key: str, numbers: Iterable[int]) -> dict[int, Approval]:
     """For each of the record's revision ``numbers``, the approval that covers it (the first
     approval at or after it), if any. One query."""
