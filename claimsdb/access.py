@@ -39,7 +39,14 @@ from django.contrib.auth.models import User as Account
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from claimsdb import public
-from claimsdb.models import Claim, ClaimIdReservation, Release, ReleaseEntry, Revision
+from claimsdb.models import (
+    Approval,
+    Claim,
+    ClaimIdReservation,
+    Release,
+    ReleaseEntry,
+    Revision,
+)
 from claimsdb.records import canonical, record_document
 from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors.revisions import latest_revision_number, record_revision
@@ -74,6 +81,13 @@ def may_read_working_state(user: User) -> bool:
     """Signed-in users with a role (viewer and up) read the working state; everyone else
     reads the released record."""
     return holds_role(user, "viewer")
+
+
+def may_approve(user: User) -> bool:
+    """Reviewers approve revisions (docs/review.md); analysts and viewers never do. Whether
+    a given range may be approved (four eyes) is the service's to say:
+    ``services.approvals.approve`` refuses ``approval.own_change``."""
+    return holds_role(user, "reviewer")
 
 
 # --- one record ---------------------------------------------------------------------------
@@ -206,6 +220,16 @@ def visible_revisions(user: User) -> QuerySet[Revision]:
     if may_read_working_state(user):
         return revisions
     return revisions.filter(Exists(ReleaseEntry.objects.filter(revision=OuterRef("pk"))))
+
+
+def visible_approvals(user: User) -> QuerySet[Approval]:
+    """Approvals this user sees, with their reviewers (docs/review.md): every one for
+    readers of the working state; for everyone else only the approvals of revisions a
+    release published (who reviewed what the public reads, and when)."""
+    approvals = Approval.objects.select_related("reviewer")
+    if may_read_working_state(user):
+        return approvals
+    return approvals.filter(Exists(ReleaseEntry.objects.filter(revision=OuterRef("revision"))))
 
 
 # --- lists --------------------------------------------------------------------------------

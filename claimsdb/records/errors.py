@@ -7,7 +7,15 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from claimsdb.codes import REGISTERED, PermissionCode, RecordCode, RevisionCode, UnknownCode
+from claimsdb.codes import (
+    REGISTERED,
+    ApprovalCode,
+    DocumentCode,
+    PermissionCode,
+    RecordCode,
+    RevisionCode,
+    UnknownCode,
+)
 
 logger = logging.getLogger("claimsdb.codes")
 
@@ -92,6 +100,40 @@ class StaleRevision(RuleViolations):
                 )
             ]
         )
+
+
+class StaleApproval(StaleRevision):
+    """An approval of a revision that is no longer the record's latest (HTTP 412): the
+    reviewer has not seen what came after it."""
+
+    def __init__(self, *, record: str, expected: int, current: int | None):
+        super().__init__(record=record, expected=expected, current=current)
+        self.what = (
+            f"{record} has changed since revision {expected}: its latest revision is "
+            f"{current}, which you have not reviewed."
+        )
+        self.violations = [
+            RuleViolation(
+                ApprovalCode.STALE,
+                f"{self.what} Read the changes since the approved revision and approve "
+                f"revision {current}.",
+                "revision",
+            )
+        ]
+        Exception.__init__(self, "; ".join(str(v) for v in self.violations))
+
+
+def unknown_bundle_field(name: str) -> RuleViolation:
+    """A bundle's top-level field that is not a list of records. ``approvals`` is refused
+    with a code of its own: approvals are not loaded (docs/review.md, "Bundles")."""
+    if name == "approvals":
+        return RuleViolation(
+            ApprovalCode.NOT_IN_BUNDLE,
+            "a bundle carries records, not approvals: load the records, then a reviewer "
+            "other than their author approves them (the API, the web or manage.py approve)",
+            name,
+        )
+    return RuleViolation(DocumentCode.UNKNOWN_FIELD, f"{name!r} is not a field of a bundle", name)
 
 
 class RecordNotFound(Exception):
