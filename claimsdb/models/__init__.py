@@ -10,6 +10,7 @@ from .claims import Claim, ClaimIdReservation, EvidenceLink
 from .drafts import FormDraft
 from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
 from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
+from .review import ReviewComment, ReviewState, ReviewStateAuthor
 from .revisions import LedgerHead, Revision, WriteFootprint
 from .scope import ScopeRule
 from .search import SearchEntry, SearchKind, SearchScope
@@ -37,6 +38,9 @@ __all__ = [
     "ReleasedTerm",
     "ReproductionRun",
     "ReproductionScenario",
+    "ReviewComment",
+    "ReviewState",
+    "ReviewStateAuthor",
     "Revision",
     "ScopeRule",
     "SearchEntry",
