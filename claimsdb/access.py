@@ -84,6 +84,13 @@ def may_read_working_state(user: User) -> bool:
     return holds_role(user, "viewer")
 
 
+def may_approve(user: User) -> bool:
+    """Reviewers approve revisions (docs/review.md); analysts and viewers never do. Whether
+    a given range may be approved (four eyes) is the service's to say:
+    ``services.approvals.approve`` refuses ``approval.own_change``."""
+    return holds_role(user, "reviewer")
+
+
 # --- one record ---------------------------------------------------------------------------
 
 

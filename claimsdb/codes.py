@@ -409,6 +409,40 @@ class ReleaseCode(Code):
     NOT_FOUND = "release.not_found", "there is no release with that number (HTTP 404)"
 
 
+class ApprovalCode(Code):
+    """Approving a record at a revision (docs/review.md)."""
+
+    OWN_CHANGE = (
+        "approval.own_change",
+        "four eyes: the revisions the approval would cover include one the approving reviewer "
+        "wrote; another reviewer must approve them (HTTP 403)",
+    )
+    STALE = (
+        "approval.stale",
+        "the revision to approve is not the record's latest: it moved on since the diff was "
+        "read; nothing is written (HTTP 412)",
+    )
+    ALREADY_APPROVED = (
+        "approval.already_approved",
+        "the record's latest revision is approved already: there is nothing to review (HTTP 409)",
+    )
+    REVISION_REQUIRED = (
+        "approval.revision_required",
+        "an approval names the revision it approves (`revision`, a positive integer)",
+    )
+    NOT_IN_BUNDLE = (
+        "approval.not_in_bundle",
+        "a bundle carries records, not approvals: approve loaded records through the API, "
+        "the web or `manage.py approve` (docs/review.md)",
+    )
+    CONFLICT = (
+        "approval.conflict",
+        "the approved revisions of two records disagree under a scope or field rule: the "
+        "release would publish a violation (the message names the records, revisions and "
+        "the approval that would resolve it; the usual rule code comes beside it)",
+    )
+
+
 class PaginationCode(Code):
     """The API's cursors through the revision feed."""
 
@@ -543,6 +577,7 @@ FAMILIES: tuple[type[Code], ...] = (
     ImportCode,
     ImportNowCode,
     ReleaseCode,
+    ApprovalCode,
     PaginationCode,
     ServerCode,
     RequestCode,

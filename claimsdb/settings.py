@@ -78,6 +78,10 @@ DEBUG = env_flag("DEBUG")
 # A violation code missing from claimsdb/codes.py raises (a misspelling fails where it is
 # made) instead of being logged; the test settings turn it on.
 STRICT_VIOLATION_CODES = DEBUG
+# Four eyes (docs/review.md): a reviewer may not approve a range of revisions holding a
+# change of their own. A deployment of one person turns it off (CLAIMSDB_FOUR_EYES=0); its
+# approvals of its own changes are then recorded, and shown publicly, as self-approved.
+FOUR_EYES = env_flag("CLAIMSDB_FOUR_EYES", default=True)
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:

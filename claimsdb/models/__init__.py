@@ -4,6 +4,7 @@ Only ``claimsdb.services`` writes these tables, but for ``FormDraft`` (an editin
 input kept for its user, not a record), written by ``claimsdb/web/stash.py``.
 """
 
+from .approvals import Approval
 from .assessments import Assessment, AssessmentMethod
 from .cases import Attribution, Case, CaseTag, Control, Figure, Relation, Unknown
 from .claims import Claim, ClaimIdReservation, EvidenceLink
@@ -17,6 +18,7 @@ from .search import SearchEntry, SearchKind, SearchScope
 from .sources import Source
 
 __all__ = [
+    "Approval",
     "Assessment",
     "AssessmentMethod",
     "Attribution",

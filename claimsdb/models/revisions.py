@@ -9,6 +9,10 @@ class LedgerHead(models.Model):
 
     number = models.PositiveBigIntegerField(default=0)
     chain_hash = models.CharField(max_length=64, default="0" * 64)
+    # the head of the approvals' own chain (models.approvals.Approval): an approval is
+    # written under this same lock, so it is checked against the record's latest revision
+    approval_number = models.PositiveBigIntegerField(default=0)
+    approval_hash = models.CharField(max_length=64, default="0" * 64)
 
     def __str__(self) -> str:
         return f"ledger head at revision {self.number}"

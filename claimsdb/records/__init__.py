@@ -10,6 +10,7 @@ from .errors import (
     RecordNotFound,
     RuleViolation,
     RuleViolations,
+    StaleApproval,
     StaleRevision,
 )
 from .live import bundle_document, record_document
@@ -21,6 +22,7 @@ __all__ = [
     "RecordNotFound",
     "RuleViolation",
     "RuleViolations",
+    "StaleApproval",
     "StaleRevision",
     "bundle_document",
     "changed_fields",

@@ -7,7 +7,14 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from claimsdb.codes import REGISTERED, PermissionCode, RecordCode, RevisionCode, UnknownCode
+from claimsdb.codes import (
+    REGISTERED,
+    ApprovalCode,
+    PermissionCode,
+    RecordCode,
+    RevisionCode,
+    UnknownCode,
+)
 
 logger = logging.getLogger("claimsdb.codes")
 
@@ -92,6 +99,27 @@ class StaleRevision(RuleViolations):
                 )
             ]
         )
+
+
+class StaleApproval(StaleRevision):
+    """An approval of a revision that is no longer the record's latest (HTTP 412): the
+    reviewer has not seen what came after it."""
+
+    def __init__(self, *, record: str, expected: int, current: int | None):
+        super().__init__(record=record, expected=expected, current=current)
+        self.what = (
+            f"{record} has changed since revision {expected}: its latest revision is "
+            f"{current}, which you have not reviewed."
+        )
+        self.violations = [
+            RuleViolation(
+                ApprovalCode.STALE,
+                f"{self.what} Read the changes since the approved revision and approve "
+                f"revision {current}.",
+                "revision",
+            )
+        ]
+        Exception.__init__(self, "; ".join(str(v) for v in self.violations))
 
 
 class RecordNotFound(Exception):
