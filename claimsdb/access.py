@@ -255,12 +255,6 @@ def visible_records(user: User, kind: str) -> QuerySet | public.ReleasedRecords:
 # --- review -------------------------------------------------------------------------------
 
 
-def may_review(user: User) -> bool:
-    """Reviewers approve revisions and request changes (the approvals service checks four
-    eyes: never a change of their own, unless the deployment allows it)."""
-    return holds_role(user, "reviewer")
-
-
 def may_see_review_queue(user: User) -> bool:
     """Analysts and reviewers open the review queue; viewers have no changes to follow."""
     return holds_role(user, "analyst")
@@ -269,7 +263,7 @@ def may_see_review_queue(user: User) -> bool:
 def review_queue(user: User, states: QuerySet[ReviewState]) -> QuerySet[ReviewState]:
     """The waiting records among ``states`` this user sees in the queue: every one for a
     reviewer, those with a change of their own for an analyst, none otherwise."""
-    if may_review(user):
+    if may_approve(user):
         return states
     if may_see_review_queue(user) and isinstance(user, Account):
         return review.waiting_for(states, user)

@@ -73,7 +73,7 @@ def fill_states(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("claimsdb", "0014_merge_branches"),
+        ("claimsdb", "0015_approvals"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

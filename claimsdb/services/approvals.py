@@ -38,6 +38,7 @@ from claimsdb.records.kinds import record_kinds
 
 from .ledger import GENESIS_HASH, format_time, lock_head
 from .permissions import require_role
+from .review_queue import records_approved
 
 __all__ = [
     "GENESIS_HASH",
@@ -152,6 +153,7 @@ def approve(
         )
         approval.save()
         head.save(update_fields=["approval_number", "approval_hash"])
+        records_approved([approval])
         return approval
 
 
@@ -249,6 +251,7 @@ def _approve_batch(
             )
         )
     Approval.objects.bulk_create(rows)
+    records_approved(rows)
     outcome.approved += rows
 
 

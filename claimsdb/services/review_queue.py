@@ -7,7 +7,7 @@ revisions wait, since when. It is kept here and only here:
   revisions it inserts, under the ledger lock: a record that had nothing waiting starts
   waiting at its first new revision; the authors of the new revisions join its authors;
   open review comments that a new revision answers are marked addressed;
-* ``record_approved`` — called by the approvals service when an approval is written: the
+* ``records_approved`` — called by the approvals service with the approvals it writes: a
   record waits for nothing if its latest revision was approved, else from the revision
   after the approved one; comments on the approved revision or earlier are resolved by it.
 
@@ -32,7 +32,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from claimsdb.codes import ReviewCode
-from claimsdb.models import ReviewComment, ReviewState, ReviewStateAuthor, Revision
+from claimsdb.models import Approval, ReviewComment, ReviewState, ReviewStateAuthor, Revision
 from claimsdb.records import RuleViolation, RuleViolations, canonical
 from claimsdb.records.diff import KEYED_LISTS
 from claimsdb.records.errors import StaleRevision
@@ -70,8 +70,8 @@ def revisions_written(revisions: Sequence[Revision]) -> None:
     for record, written in by_record.items():
         first, last = written[0], written[-1]
         material = any(revision.material for revision in written)
-        state = existing.get(record)
-        if state is None:
+        found = existing.get(record)
+        if found is None:
             state = ReviewState(
                 record_kind=record[0],
                 record_key=record[1],
@@ -84,6 +84,7 @@ def revisions_written(revisions: Sequence[Revision]) -> None:
             new_states.append(state)
             existing[record] = state
             continue
+        state = found
         state.latest_number = last.number
         if state.waiting_from is None:
             state.waiting_from = first.number
@@ -177,56 +178,82 @@ def addresses(changed: Iterable[str], path: str) -> bool:
 # --- on approval --------------------------------------------------------------------------
 
 
-def record_approved(*, record_kind: str, record_key: str, number: int, reviewer: User) -> None:
-    """An approval of revision ``number`` of a record was written (in this transaction).
-
-    The record's state is locked and recomputed from the ledger: if ``number`` is its latest
-    revision it waits for nothing, else it waits from the first revision after ``number``
-    with the authors and materiality of the revisions since. Open comments made on revision
-    ``number`` or before are resolved by the approval."""
-    state = (
-        ReviewState.objects.select_for_update()
-        .filter(record_kind=record_kind, record_key=record_key)
-        .first()
-    )
-    after = Revision.objects.filter(
-        record_kind=record_kind, record_key=record_key, number__gt=number
-    ).order_by("number")
-    first = after.values("number", "created_at").first()
-    latest = (
-        after.order_by("-number").values_list("number", flat=True).first()
-        if first is not None
-        else number
-    )
-    if state is None:
-        state = ReviewState(record_kind=record_kind, record_key=record_key)
-    if state.approved_number is not None and state.approved_number > number:
-        return  # a later revision was approved already: this approval changes nothing here
-    state.latest_number = latest
-    state.approved_number = number
-    if first is None:
+def records_approved(approvals: Sequence[Approval]) -> None:
+    """Approvals were written (in this transaction, under the ledger lock): bring their
+    records' review state up to date. A record whose latest revision was approved waits for
+    nothing; one approved at an earlier revision waits from the revision after it, with the
+    authors and materiality of the revisions since. Open comments made on an approved
+    revision or before are resolved by the approval: the reviewer accepted the record as
+    it stands. A fixed number of queries per batch (a few more per record approved at an
+    earlier revision than its latest, which only a restore of old approvals does)."""
+    if not approvals:
+        return
+    latest: dict[tuple[str, str], Approval] = {}
+    for approval in approvals:
+        record = (approval.record_kind, approval.record_key)
+        if record not in latest or latest[record].revision_number < approval.revision_number:
+            latest[record] = approval
+    condition = Q()
+    for kind, key in latest:
+        condition |= Q(record_kind=kind, record_key=key)
+    states = {
+        (state.record_kind, state.record_key): state
+        for state in ReviewState.objects.select_for_update().filter(condition)
+    }
+    cleared: list[ReviewState] = []
+    for record, approval in latest.items():
+        state = states.get(record)
+        number = approval.revision_number
+        if state is None or state.latest_number > number:
+            _recompute(record, number)
+            continue
+        if state.approved_number is not None and state.approved_number >= number:
+            continue
+        state.approved_number = number
+        state.latest_number = number
         state.waiting_from = state.waiting_since = None
         state.material = False
-    else:
-        state.waiting_from = first["number"]
-        state.waiting_since = first["created_at"]
-        state.material = after.filter(material=True).exists()
+        cleared.append(state)
+    if cleared:
+        ReviewState.objects.bulk_update(
+            cleared,
+            ["approved_number", "latest_number", "waiting_from", "waiting_since", "material"],
+            batch_size=1000,
+        )
+        ReviewStateAuthor.objects.filter(state__in=[state.pk for state in cleared]).delete()
+    resolved = Q()
+    for (kind, key), approval in latest.items():
+        resolved |= Q(
+            record_kind=kind, record_key=key, revision_number__lte=approval.revision_number
+        )
+    reviewer = next(iter(latest.values())).reviewer_id
+    ReviewComment.objects.filter(resolved, addressed_in=None, resolved_at=None).update(
+        resolved_at=timezone.now(), resolved_by_id=reviewer
+    )
+
+
+def _recompute(record: tuple[str, str], approved: int) -> None:
+    """A record's state from the ledger, approved at revision ``approved``."""
+    kind, key = record
+    after = Revision.objects.filter(record_kind=kind, record_key=key, number__gt=approved)
+    first = after.order_by("number").values("number", "created_at").first()
+    last = after.order_by("-number").values_list("number", flat=True).first()
+    state, _ = ReviewState.objects.get_or_create(
+        record_kind=kind, record_key=key, defaults={"latest_number": last or approved}
+    )
+    state.latest_number = last or approved
+    state.approved_number = approved
+    state.waiting_from = first["number"] if first else None
+    state.waiting_since = first["created_at"] if first else None
+    state.material = first is not None and after.filter(material=True).exists()
     state.save()
     ReviewStateAuthor.objects.filter(state=state).delete()
-    if first is not None:
-        ReviewStateAuthor.objects.bulk_create(
-            [
-                ReviewStateAuthor(state=state, author_id=author)
-                for author in set(after.values_list("author_id", flat=True).distinct())
-            ]
-        )
-    ReviewComment.objects.filter(
-        record_kind=record_kind,
-        record_key=record_key,
-        revision_number__lte=number,
-        addressed_in=None,
-        resolved_at=None,
-    ).update(resolved_at=timezone.now(), resolved_by=reviewer)
+    ReviewStateAuthor.objects.bulk_create(
+        [
+            ReviewStateAuthor(state=state, author_id=author)
+            for author in set(after.values_list("author_id", flat=True))
+        ]
+    )
 
 
 # --- requesting changes -----------------------------------------------------------------

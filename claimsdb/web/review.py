@@ -24,11 +24,13 @@ from django.utils.feedgenerator import Atom1Feed
 from django.views.decorators.http import require_POST
 
 from claimsdb import access, choices
+from claimsdb.codes import ApprovalCode
 from claimsdb.models import ReviewComment, ReviewState
 from claimsdb.records import RuleViolation, RuleViolations, StaleRevision
 from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors import review as review_reads
 from claimsdb.services import review_queue
+from claimsdb.services.approvals import approve
 
 from .access import SignInRequired, reader_page, role_required
 from .diffs import change_rows, path_label
@@ -111,7 +113,7 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
             "filters": filters,
             "kinds": choices.RecordKind.choices,
             "statuses": choices.CaseStatus.choices,
-            "is_reviewer": access.may_review(request.user),
+            "is_reviewer": access.may_approve(request.user),
             "feed_url": feed_url(request.user),
         },
     )
@@ -147,7 +149,7 @@ def _review_context(request: HttpRequest, kind: str, key: str) -> dict[str, Any]
         "revisions": revisions,
         "comments": comments,
         "own_change": own,
-        "can_review": access.may_review(request.user),
+        "can_review": access.may_approve(request.user),
         "record_url": record_page_url(kind, key),
         "approve_url": review_url(kind, key, "review-approve"),
         "request_url": review_url(kind, key, "review-request-changes"),
@@ -239,26 +241,16 @@ def approve_view(request: HttpRequest, kind: str, key: str) -> HttpResponse:
     """Approve the revision the page showed (``revision``), with an optional note, through
     the approvals service: it refuses a stale revision (the record moved on: the page shows
     the new diff) and a range holding a change of the reviewer's own (four eyes)."""
-    from claimsdb.services.approvals import approve
-
     kind = _kind_or_404(kind)
     number = _posted_revision(request)
 
     def refused(error: RuleViolations) -> HttpResponse:
-        stale = error if isinstance(error, StaleRevision) else None
-        if stale is None and any(code.endswith(".stale") for code in error.codes):
-            state = review_reads.record_state(kind, key)
-            stale = StaleRevision(
-                record=f"{RECORD_LABELS[kind]} {key}",
-                expected=number,
-                current=state.latest_number if state else None,
-            )
-        if stale is not None:
-            return _render_refused(request, kind, key, stale=stale, data=request.POST)
+        if isinstance(error, StaleRevision):  # approval.stale
+            return _render_refused(request, kind, key, stale=error, data=request.POST)
         response = _render_refused(
             request, kind, key, violations=error.violations, data=request.POST
         )
-        if any(code.endswith(".own_change") for code in error.codes):
+        if ApprovalCode.OWN_CHANGE in error.codes:
             response.status_code = 403
         return response
 
@@ -336,7 +328,7 @@ class ReviewFeed(Feed):
     def items(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
         user, root = obj["user"], obj["root"]
         entries: list[dict[str, Any]] = []
-        if access.may_review(user):
+        if access.may_approve(user):
             states = review_reads.waiting_without(review_reads.waiting_records(), user)
             for state in states.order_by("-waiting_since", "-id")[:FEED_SIZE]:
                 entries.append(_state_entry(state, root))
