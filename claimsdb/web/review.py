@@ -381,3 +381,53 @@ def _comment_entry(comment: ReviewComment, root: str) -> dict[str, Any]:
         "guid": f"{root}/review/comments/{comment.pk}",
         "time": comment.created_at,
     }
+
+
+# --- on record and edit pages ------------------------------------------------------------
+
+
+class ReviewNotes:
+    """What a signed-in reader of a record (or of one of its edit pages) is told of its
+    review: whether its latest revision waits, how many changes since the reviewed one, and
+    the open comments, placed at the fields they name.
+
+    ``scope`` is the part of the record a page edits (``claims[CLM-X]`` on a claim's page,
+    empty for the record's own fields): a comment at ``scope.field`` goes beside ``field``.
+    """
+
+    def __init__(self, kind: str, key: str, scope: str = "") -> None:
+        self.kind, self.key = kind, key
+        self.state = review_reads.record_state(kind, key)
+        self.waiting = 0
+        if self.state is not None and self.state.waiting:
+            self.waiting = review_reads.waiting_revisions(self.state).count()
+        self.comments = review_reads.open_comments(kind, key)
+        self.by_field: dict[str, list[ReviewComment]] = {}
+        prefix = f"{scope}." if scope else ""
+        for comment in self.comments:
+            comment.label = path_label(comment.path) if comment.path else "The whole record"
+            if not comment.path.startswith(prefix):
+                continue
+            rest = comment.path[len(prefix) :]
+            field = rest.split(".", 1)[0].split("[", 1)[0]
+            self.by_field.setdefault(field, []).append(comment)
+        self.review_url = review_url(kind, key)
+
+    @property
+    def banner(self) -> str:
+        if self.state is None or not self.state.waiting:
+            return ""
+        changes = f"{self.waiting} change{'s' if self.waiting != 1 else ''}"
+        if self.state.approved_number is None:
+            return f"{changes}, never reviewed, awaiting review"
+        return (
+            f"{changes} since the reviewed revision {self.state.approved_number}, awaiting review"
+        )
+
+
+def review_notes(request: HttpRequest, kind: str, key: str, scope: str = "") -> ReviewNotes | None:
+    """The review notes of a record for this request: None for readers of the released
+    record, who see reviewed revisions only."""
+    if not key or not access.may_see_review_comments(request.user):
+        return None
+    return ReviewNotes(kind, key, scope)
