@@ -5,13 +5,16 @@ record and edit pages, the per-user feed and its e-mail."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
+from django.apps import apps as django_apps
 from django.core import mail
 from django.db import connection
 from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 
-from claimsdb.models import Approval, ReviewComment, ReviewState, Revision
+from claimsdb.models import Approval, ReviewComment, ReviewState, ReviewStateAuthor, Revision
 from claimsdb.selectors import review as review_reads
 from claimsdb.selectors.approvals import review_range
 from claimsdb.services import review_queue
@@ -90,14 +93,34 @@ def test_the_state_follows_writes_and_approvals(seeded, reviewer, analyst, secon
     assert ReviewState.objects.get(record_key=CASE).waiting_from == c
 
 
+def states() -> list[tuple]:
+    return sorted(
+        ReviewState.objects.values_list(
+            "record_kind",
+            "record_key",
+            "latest_number",
+            "approved_number",
+            "waiting_from",
+            "waiting_since",
+            "material",
+        )
+    ) + sorted(ReviewStateAuthor.objects.values_list("state__record_key", "author__username"))
+
+
 def test_the_migration_and_the_write_path_agree(seeded, reviewer, analyst):
-    """Every record's state, as the write path kept it, equals the one computed from
-    scratch (what migration 0016 computes)."""
+    """Every record's state, as the write path kept it, equals what the ledger and the
+    approvals say, and what migration 0016 computes from scratch on upgrade."""
     approve_pending(user=make_user("seed-approver", "reviewer"))
     edit_case(analyst, CASE, summary="Lede", limits="New limits.")
     create_source(analyst, "SRC-NEW")
     for kind, key in Revision.objects.values_list("record_kind", "record_key").distinct():
         assert_state_matches_ledger(kind, key)
+    kept = states()
+    ReviewStateAuthor.objects.all().delete()
+    ReviewState.objects.all().delete()
+    migration = importlib.import_module("claimsdb.migrations.0016_review_comments")
+    migration.fill_states(django_apps, None)
+    assert states() == kept
 
 
 # --- the queue ------------------------------------------------------------------------------

@@ -79,6 +79,92 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
+            name="ReviewComment",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "record_kind",
+                    models.CharField(
+                        choices=[
+                            ("case", "case"),
+                            ("source", "source"),
+                            ("rule", "scope rule"),
+                            ("method", "assessment method"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("record_key", models.CharField(max_length=100)),
+                ("revision_number", models.PositiveBigIntegerField()),
+                ("path", models.CharField(blank=True, max_length=500)),
+                ("text", models.TextField()),
+                ("created_at", models.DateTimeField()),
+                ("addressed_in", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "resolved_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["created_at", "id"],
+            },
+        ),
+        migrations.CreateModel(
+            name="ReviewCommentRecipient",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "comment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, to="claimsdb.reviewcomment"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+            ],
+        ),
+        migrations.AddField(
+            model_name="reviewcomment",
+            name="addressed_to",
+            field=models.ManyToManyField(
+                blank=True,
+                related_name="review_comments_for",
+                through="claimsdb.ReviewCommentRecipient",
+                to=settings.AUTH_USER_MODEL,
+            ),
+        ),
+        migrations.CreateModel(
             name="ReviewState",
             fields=[
                 (
@@ -134,78 +220,6 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.CreateModel(
-            name="ReviewComment",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "record_kind",
-                    models.CharField(
-                        choices=[
-                            ("case", "case"),
-                            ("source", "source"),
-                            ("rule", "scope rule"),
-                            ("method", "assessment method"),
-                        ],
-                        max_length=16,
-                    ),
-                ),
-                ("record_key", models.CharField(max_length=100)),
-                ("revision_number", models.PositiveBigIntegerField()),
-                ("path", models.CharField(blank=True, max_length=500)),
-                ("text", models.TextField()),
-                ("created_at", models.DateTimeField()),
-                ("addressed_in", models.PositiveBigIntegerField(blank=True, null=True)),
-                ("resolved_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "addressed_to",
-                    models.ManyToManyField(
-                        blank=True, related_name="review_comments_for", to=settings.AUTH_USER_MODEL
-                    ),
-                ),
-                (
-                    "author",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "resolved_by",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-            ],
-            options={
-                "ordering": ["created_at", "id"],
-                "indexes": [
-                    models.Index(
-                        condition=models.Q(
-                            ("addressed_in__isnull", True), ("resolved_at__isnull", True)
-                        ),
-                        fields=["record_kind", "record_key", "created_at"],
-                        name="review_comment_open",
-                    ),
-                    models.Index(fields=["created_at", "id"], name="review_comment_time"),
-                ],
-                "constraints": [
-                    models.CheckConstraint(
-                        condition=models.Q(("text", ""), _negated=True), name="review_comment_text"
-                    )
-                ],
-            },
-        ),
-        migrations.CreateModel(
             name="ReviewStateAuthor",
             fields=[
                 (
@@ -231,16 +245,44 @@ class Migration(migrations.Migration):
                     ),
                 ),
             ],
-            options={
-                "indexes": [
-                    models.Index(fields=["author", "state"], name="review_state_by_author")
-                ],
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("state", "author"), name="review_state_author_unique"
-                    )
-                ],
-            },
+        ),
+        migrations.AddIndex(
+            model_name="reviewcommentrecipient",
+            index=models.Index(fields=["user", "comment"], name="review_recipient_by_user"),
+        ),
+        migrations.AddConstraint(
+            model_name="reviewcommentrecipient",
+            constraint=models.UniqueConstraint(
+                fields=("comment", "user"), name="review_recipient_unique"
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="reviewcomment",
+            index=models.Index(
+                condition=models.Q(("addressed_in__isnull", True), ("resolved_at__isnull", True)),
+                fields=["record_kind", "record_key", "created_at"],
+                name="review_comment_open",
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="reviewcomment",
+            index=models.Index(fields=["created_at", "id"], name="review_comment_time"),
+        ),
+        migrations.AddConstraint(
+            model_name="reviewcomment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("text", ""), _negated=True), name="review_comment_text"
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="reviewstateauthor",
+            index=models.Index(fields=["author", "state"], name="review_state_by_author"),
+        ),
+        migrations.AddConstraint(
+            model_name="reviewstateauthor",
+            constraint=models.UniqueConstraint(
+                fields=("state", "author"), name="review_state_author_unique"
+            ),
         ),
         migrations.RunPython(fill_states, migrations.RunPython.noop),
     ]

@@ -88,7 +88,10 @@ class ReviewComment(models.Model):
     created_at = models.DateTimeField()
     # the authors of the revisions the reviewer read: whom the comment is for (their feed)
     addressed_to = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, related_name="review_comments_for", blank=True
+        settings.AUTH_USER_MODEL,
+        through="ReviewCommentRecipient",
+        related_name="review_comments_for",
+        blank=True,
     )
     addressed_in = models.PositiveBigIntegerField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
@@ -120,3 +123,17 @@ class ReviewComment(models.Model):
     @property
     def is_open(self) -> bool:
         return self.addressed_in is None and self.resolved_at is None
+
+
+class ReviewCommentRecipient(models.Model):
+    """An author a review comment was addressed to (a model of its own, so that backups,
+    which copy every claimsdb table, keep it)."""
+
+    comment = models.ForeignKey(ReviewComment, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["comment", "user"], name="review_recipient_unique")
+        ]
+        indexes = [models.Index(fields=["user", "comment"], name="review_recipient_by_user")]

@@ -32,7 +32,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from claimsdb.codes import ReviewCode
-from claimsdb.models import Approval, ReviewComment, ReviewState, ReviewStateAuthor, Revision
+from claimsdb.models import (
+    Approval,
+    ReviewComment,
+    ReviewCommentRecipient,
+    ReviewState,
+    ReviewStateAuthor,
+    Revision,
+)
 from claimsdb.records import RuleViolation, RuleViolations, canonical
 from claimsdb.records.diff import KEYED_LISTS
 from claimsdb.records.errors import StaleRevision
@@ -415,10 +422,9 @@ def request_changes(
                 record_kind=record_kind, record_key=record_key, created_at=now, author=user
             )
         )
-    through = ReviewComment.addressed_to.through
-    through._default_manager.bulk_create(
+    ReviewCommentRecipient.objects.bulk_create(
         [
-            through(reviewcomment_id=comment.pk, user_id=recipient.pk)
+            ReviewCommentRecipient(comment_id=comment.pk, user_id=recipient.pk)
             for comment in written
             for recipient in recipients
         ]
