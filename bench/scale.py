@@ -26,7 +26,10 @@ Every figure is a ratio of two measurements made in the same run, on throwaway d
   the case list page and a search against the bare SQL behind what they show (a page of
   ``PAGE_SIZE`` cases by key with their claim counts, revisions, tags and current
   assessments, and the count; on GIN-indexed ``tsvector`` tables of case, claim and
-  source texts, the hits of each kind counted and a page of them highlighted), p95;
+  source texts, the hits of each kind counted and a page of them highlighted), p95; the
+  review queue's page (``/review/``) at its start and halfway down against the bare SQL of
+  its page (the waiting records along the queue's index, their count, authors, revision
+  counts and the two snapshots of each diff), p95;
 * the case list page signed out (the released record) against the API's list of the same
   cases, through gunicorn with ``gunicorn.conf.py`` (as ``make serve`` runs it) on the
   largest knowledge base once it is released, at ``--users`` (10) concurrent users, p95
@@ -728,6 +731,74 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
             cursor.fetchall()
 
     result["search_floor"] = timed(search_floor, repeats)
+    result.update(_queue_reads(get, repeats))
+    return result
+
+
+def _queue_reads(get: Callable[..., Callable[[], None]], repeats: int) -> dict[str, list[float]]:
+    """The review queue's page (``/review/``, signed in as the reviewer) at its start and
+    halfway down, against the bare SQL behind what it shows: the page of waiting records
+    along the queue's partial index, their count, the authors of each, how many revisions
+    each waits with, and the two snapshots of each diff (docs/review.md)."""
+    from django.db import connection
+    from psycopg import sql
+
+    from claimsdb.models import ReviewState, ReviewStateAuthor, Revision
+    from claimsdb.selectors.review import PAGE_SIZE as QUEUE_PAGE
+    from claimsdb.selectors.review import encode_cursor
+
+    waiting = ReviewState.objects.filter(waiting_since__isnull=False).order_by(
+        "waiting_since", "id"
+    )
+    middle = waiting[waiting.count() // 2 : waiting.count() // 2 + 1].first()
+    after = encode_cursor(middle) if middle is not None else ""
+    result = {
+        "queue": timed(get("/review/"), repeats),
+        "queue_middle": timed(get("/review/", after=after), repeats),
+    }
+    names = {
+        "state": sql.Identifier(ReviewState._meta.db_table),
+        "author": sql.Identifier(ReviewStateAuthor._meta.db_table),
+        "revision": sql.Identifier(Revision._meta.db_table),
+    }
+    page_query = sql.SQL(
+        "SELECT id, record_kind, record_key, waiting_since, waiting_from, latest_number, "
+        "approved_number FROM {state} WHERE waiting_since IS NOT NULL "
+        "AND (waiting_since, id) > (%s, %s) ORDER BY waiting_since, id LIMIT %s"
+    ).format(**names)
+    count_query = sql.SQL("SELECT count(*) FROM {state} WHERE waiting_since IS NOT NULL").format(
+        **names
+    )
+    details_query = sql.SQL(
+        "SELECT s.id, (SELECT array_agg(author_id) FROM {author} WHERE state_id = s.id), "
+        "(SELECT count(*) FROM {revision} r WHERE r.record_kind = s.record_kind "
+        "AND r.record_key = s.record_key AND r.number >= s.waiting_from) "
+        "FROM {state} s WHERE s.id = ANY(%s)"
+    ).format(**names)
+    snapshots_query = sql.SQL(
+        "SELECT number, snapshot FROM {revision} WHERE number = ANY(%s)"
+    ).format(**names)
+    start = (middle.waiting_since, middle.pk) if middle is not None else None
+
+    def floor(since: Any) -> Callable[[], None]:
+        def run() -> None:
+            with connection.cursor() as cursor:
+                cursor.execute(count_query)
+                cursor.fetchone()
+                moment, pk = since or ("-infinity", 0)
+                cursor.execute(page_query, [moment, pk, QUEUE_PAGE + 1])
+                rows = cursor.fetchall()[:QUEUE_PAGE]
+                cursor.execute(details_query, [[row[0] for row in rows]])
+                cursor.fetchall()
+                numbers = [row[5] for row in rows] + [row[6] for row in rows if row[6]]
+                cursor.execute(snapshots_query, [numbers])
+                for _, snapshot in cursor.fetchall():
+                    json.loads(snapshot)
+
+        return run
+
+    result["queue_floor"] = timed(floor(None), repeats)
+    result["queue_middle_floor"] = timed(floor(start), repeats)
     return result
 
 
@@ -1024,6 +1095,12 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
     found, found_floor = p95(reads["search"]), p95(reads["search_floor"])
     rows.append(Row(f"search ?q={word} vs GIN tsvector SQL ({big_n:,} cases, p95)", ms(found),
                     ms(found_floor), found / found_floor, "≤ 3"))  # fmt: skip
+    queue, queue_floor = p95(reads["queue"]), p95(reads["queue_floor"])
+    rows.append(Row(f"GET /review/ vs bare SQL page ({big_n:,} cases waiting, p95)", ms(queue),
+                    ms(queue_floor), queue / queue_floor, "≤ 3"))  # fmt: skip
+    queue, queue_floor = p95(reads["queue_middle"]), p95(reads["queue_middle_floor"])
+    rows.append(Row("GET /review/ halfway down vs bare SQL page (p95)", ms(queue),
+                    ms(queue_floor), queue / queue_floor, "≤ 3"))  # fmt: skip
     page, api = lists["page"]["p95"], lists["api"]["p95"]
     rows.append(Row(f"GET /cases/ signed out vs /api/v1/cases/ at {o.users} users (p95)",
                     ms(page), ms(api), page / api, "≤ 1.5"))  # fmt: skip
