@@ -11,7 +11,9 @@ from .support import (
     REVIEW_PAGES,
     REVIEWER_PAGES,
     case_doc,
+    edit_case,
     edit_form,
+    make_user,
     page_forms,
     revision_count,
     revision_numbers,
@@ -128,6 +130,7 @@ def test_editing_pages_follow_the_roles(request, seeded, role, analyst_status, r
     [(None, 302), ("nobody", 403), ("viewer", 403), ("analyst", 200), ("reviewer", 200)],
 )
 def test_review_pages_follow_the_roles(request, seeded, role, status):
+    edit_case(make_user("author", "analyst"), CASE, summary="Waits", limits="Waiting limits.")
     client = signed_in(request.getfixturevalue(role) if role else None)
     for url in REVIEW_PAGES:
         response = client.get(url)

@@ -92,7 +92,7 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
             "label": RECORD_LABELS[item.kind],
             "review_url": review_url(item.kind, item.key),
             "record_url": record_page_url(item.kind, item.key),
-            "rows": change_rows(item.changes),
+            "changed": changed_labels(item),
         }
         for item in page.items
     ]
@@ -117,6 +117,25 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
             "feed_url": feed_url(request.user),
         },
     )
+
+
+QUEUE_FIELDS_SHOWN = 12
+
+
+def changed_labels(item: review_reads.QueueItem) -> dict[str, Any]:
+    """The fields a waiting record changed since its approved revision, in words, for its
+    line in the queue (the review page shows the diff itself): at most
+    ``QUEUE_FIELDS_SHOWN``, and how many more."""
+    labels: list[str] = []
+    for change in item.changes:
+        label = path_label(change.path)
+        if label not in labels:
+            labels.append(label)
+    return {
+        "labels": labels[:QUEUE_FIELDS_SHOWN],
+        "more": max(0, len(labels) - QUEUE_FIELDS_SHOWN),
+        "new": item.approved_document is None,
+    }
 
 
 def _query_without(request: HttpRequest, name: str) -> str:
