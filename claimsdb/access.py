@@ -40,6 +40,7 @@ from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from claimsdb import public
 from claimsdb.models import (
+    Approval,
     Claim,
     ClaimIdReservation,
     Release,
@@ -221,6 +222,16 @@ def visible_revisions(user: User) -> QuerySet[Revision]:
     if may_read_working_state(user):
         return revisions
     return revisions.filter(Exists(ReleaseEntry.objects.filter(revision=OuterRef("pk"))))
+
+
+def visible_approvals(user: User) -> QuerySet[Approval]:
+    """Approvals this user sees, with their reviewers (docs/review.md): every one for
+    readers of the working state; for everyone else only the approvals of revisions a
+    release published (who reviewed what the public reads, and when)."""
+    approvals = Approval.objects.select_related("reviewer")
+    if may_read_working_state(user):
+        return approvals
+    return approvals.filter(Exists(ReleaseEntry.objects.filter(revision=OuterRef("revision"))))
 
 
 # --- lists --------------------------------------------------------------------------------

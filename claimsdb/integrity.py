@@ -10,6 +10,7 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from claimsdb.models import (
+    Approval,
     AssessmentMethod,
     Case,
     Claim,
@@ -37,6 +38,7 @@ from claimsdb.records.stream import (
 from claimsdb.rules import run_field_rules, run_scope_rules
 from claimsdb.rules.context import DocumentContext
 from claimsdb.rules.scoped import load_scoped, same_event_closure
+from claimsdb.services.approvals import approval_chain_hash
 from claimsdb.services.ledger import GENESIS_HASH, row_chain_hash
 
 
@@ -60,6 +62,7 @@ def history_problems(
     order an export lists them.
     """
     yield from _chain_problems(batch_size, progress)
+    yield from _approval_problems(batch_size, progress)
     kinds = record_kinds.in_bundle_file_order()
     for kind in kinds:
         yield from _live_record_problems(kind.name, batch_size, progress)
@@ -157,6 +160,109 @@ def _chain_problems(batch_size: int, progress: Progress) -> Iterator[str]:
         )
     if head and head.number and head.chain_hash != previous_hash:
         yield "the ledger head's hash does not match the last revision"
+
+
+# What an approval chain check reads of each approval, and of the revision it approves.
+APPROVAL_FIELDS = (
+    "number",
+    "record_kind",
+    "record_key",
+    "revision_number",
+    "revision__number",
+    "revision__record_kind",
+    "revision__record_key",
+    "revision__chain_hash",
+    "since_number",
+    "reviewer_id",
+    "created_at",
+    "note",
+    "self_approved",
+    "status",
+    "previous_hash",
+    "chain_hash",
+)
+
+
+def _approval_problems(batch_size: int, progress: Progress) -> Iterator[str]:
+    """The approvals' own chain (docs/review.md, "Tamper evidence"), in number order: each
+    link recomputed, numbers without gaps, each approval naming the revision it is bound
+    to, and the chain's head on the ledger head matching the last approval (so an approval
+    edited, inserted or deleted, the last one included, is reported). One streamed query."""
+    expected_number = 1
+    previous_hash = GENESIS_HASH
+    rows = Approval.objects.order_by("number").values_list(*APPROVAL_FIELDS)
+    for batch in reported_batches(
+        "approvals", Approval.objects.count, _chunks(rows, batch_size), progress
+    ):
+        for (
+            number,
+            record_kind,
+            record_key,
+            revision_number,
+            bound_number,
+            bound_kind,
+            bound_key,
+            revision_hash,
+            since_number,
+            reviewer_id,
+            created_at,
+            note,
+            self_approved,
+            status,
+            stored_previous,
+            stored_chain,
+        ) in batch:
+            if number != expected_number:
+                yield (
+                    f"approval {expected_number}"
+                    + (f"–{number - 1}" if number - 1 > expected_number else "")
+                    + f" missing: the approvals jump to approval {number}"
+                )
+            if stored_previous != previous_hash:
+                yield (
+                    f"approval {number}: its previous hash does not match approval "
+                    f"{number - 1}'s chain hash"
+                )
+            if (record_kind, record_key, revision_number) != (
+                bound_kind,
+                bound_key,
+                bound_number,
+            ):
+                yield (
+                    f"approval {number}: it says {record_kind} {record_key} revision "
+                    f"{revision_number}, but points at revision {bound_number} "
+                    f"({bound_kind} {bound_key})"
+                )
+            chained = approval_chain_hash(
+                stored_previous,
+                number,
+                record_kind,
+                record_key,
+                revision_number,
+                revision_hash,
+                since_number,
+                reviewer_id,
+                created_at,
+                note,
+                self_approved,
+                status,
+            )
+            if chained != stored_chain:
+                yield (
+                    f"approval {number} ({record_kind} {record_key} at revision "
+                    f"{revision_number}): the chain hash does not match its contents "
+                    "(the approval was edited)"
+                )
+            previous_hash = stored_chain
+            expected_number = number + 1
+    head = LedgerHead.objects.filter(pk=1).first()
+    if head and head.approval_number != expected_number - 1:
+        yield (
+            f"the ledger head says approval {head.approval_number}, but the last approval "
+            f"is {expected_number - 1}"
+        )
+    elif head and head.approval_number and head.approval_hash != previous_hash:
+        yield "the ledger head's approval hash does not match the last approval"
 
 
 def _live_record_problems(kind: str, batch_size: int, progress: Progress) -> Iterator[str]:

@@ -23,7 +23,7 @@ from django.test import Client
 from claimsdb.services import bundle_load
 from claimsdb.services.permissions import ROLES
 
-from .support import load_seed_bundle, make_user, signed_in
+from .support import approve_all, load_seed_bundle, make_user, signed_in
 
 
 def pytest_collection_modifyitems(config, items):
@@ -82,8 +82,10 @@ def seed_bundle() -> dict:
 
 @pytest.fixture
 def seeded(db, reviewer, seed_bundle):
-    """The seed fixture loaded through the services, as ``make run`` loads it."""
+    """The seed fixture loaded through the services, and approved by another reviewer, as
+    ``make run`` loads it (docs/review.md)."""
     bundle_load(user=reviewer, bundle=copy.deepcopy(seed_bundle), summary="Seed")
+    approve_all()
     return seed_bundle
 
 
@@ -104,6 +106,7 @@ def module_seed(django_db_setup, django_db_blocker):
             seeder = make_user("seeder", "reviewer")
             bundle = load_seed_bundle()
             bundle_load(user=seeder, bundle=copy.deepcopy(bundle), summary="Seed")
+            approve_all()
             yield bundle
         finally:
             transaction.set_rollback(True)

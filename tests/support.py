@@ -24,9 +24,11 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from claimsdb.models import Revision
+from claimsdb.models import Approval, Release, Revision
 from claimsdb.records import bundle_document, dumps_compact, record_document
 from claimsdb.services import case_update, record_create, record_update, source_create
+from claimsdb.services.approvals import approve_pending
+from claimsdb.services.releases import ReleasePlan, release_plan, release_publish
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_PATH = ROOT / "fixtures" / "seed.json"
@@ -199,6 +201,38 @@ def make_case(user: User, key: str, claims: int, links: int) -> None:
     document = record_document("case", key)
     document["summary"] = "Edited once, so it has a history of two revisions."
     record_update(kind="case", key=key, document=document, user=user, summary="second")
+
+
+# --- review and releases (docs/review.md) -------------------------------------------------
+
+# The reviewer who approves what tests publish: nobody else, and no test, writes as them, so
+# four eyes never stops them.
+APPROVER = "approver"
+
+
+def approver() -> User:
+    return user_in_role(APPROVER, "reviewer")
+
+
+def approve_all(user: User | None = None, note: str = "") -> list[Approval]:
+    """Approve every record's latest revision that is not approved yet, as ``user`` (the
+    approver by default); fails if four eyes leaves any (``user`` wrote it)."""
+    outcome = approve_pending(user=user or approver(), note=note)
+    assert not outcome.left, f"four eyes left {outcome.left} for another reviewer"
+    return outcome.approved
+
+
+def approved_plan(**options: Any) -> ReleasePlan:
+    """``release_plan`` once what is pending is approved (``approve_all``)."""
+    approve_all()
+    return release_plan(**options)
+
+
+def publish(user: User, notes: str = "A release") -> Release:
+    """Approve what is pending (``approve_all``) and publish a release as ``user``: the
+    tests that speak of what a release holds, not of review."""
+    approve_all()
+    return release_publish(user=user, notes=notes)
 
 
 # --- users and their clients --------------------------------------------------------------

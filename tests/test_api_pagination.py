@@ -13,9 +13,8 @@ from rest_framework.test import APIClient
 from claimsdb.models import Revision
 from claimsdb.records import record_document
 from claimsdb.services import record_create, record_update
-from claimsdb.services.releases import release_publish
 
-from .support import new_case, token_client
+from .support import new_case, publish, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -90,7 +89,7 @@ def test_equal_values_keep_one_order_across_pages(seeded, analyst, viewer):
 
 
 def test_public_record_lists_page_released_records(seeded, reviewer):
-    release_publish(user=reviewer, notes="Seed")
+    publish(reviewer, notes="Seed")
     record_create(kind="case", document=new_case("CP88-999"), user=reviewer, summary="draft")
     pages = follow(APIClient(), f"{API}/sources/?page_size=4")
     assert keys_of(pages) == sorted(document["key"] for document in seeded["sources"])
@@ -201,7 +200,7 @@ def test_a_case_revisions_feed_pages_and_polls(seeded, viewer, analyst):
 
 
 def test_the_public_feed_pages_only_released_revisions(seeded, reviewer, analyst):
-    release_publish(user=reviewer, notes="Seed")
+    publish(reviewer, notes="Seed")
     edit(analyst, "CP22-003", "Draft")
     released = all_numbers(release_entries__isnull=False)
     pages = follow(APIClient(), f"{API}/revisions/?page_size=4")
@@ -228,7 +227,7 @@ def token(text: str) -> str:
     ],
 )
 def test_an_invalid_cursor_is_a_400_with_its_code(seeded, viewer, reviewer, cursor):
-    release_publish(user=reviewer, notes="Seed")  # the public reads CP22-003's revisions
+    publish(reviewer, notes="Seed")  # the public reads CP22-003's revisions
     for client in (token_client(viewer), APIClient()):
         for url in (f"{API}/revisions/", f"{API}/cases/CP22-003/revisions/"):
             response = client.get(url, {"cursor": cursor})
@@ -258,9 +257,9 @@ def test_a_case_never_released_is_still_a_404_for_the_public(seeded, viewer):
 
 
 def test_releases_and_their_entries_page(seeded, reviewer, analyst):
-    release_publish(user=reviewer, notes="One")
+    publish(reviewer, notes="One")
     edit(analyst, "CP22-003", "For two")
-    release_publish(user=reviewer, notes="Two")
+    publish(reviewer, notes="Two")
     client = APIClient()
     pages = follow(client, f"{API}/releases/?page_size=1")
     assert keys_of(pages, "number") == [2, 1]

@@ -17,13 +17,13 @@ from rest_framework.test import APIClient
 
 from claimsdb.models import Revision
 from claimsdb.services import case_update, method_create
-from claimsdb.services.releases import release_publish
 
 from .support import (
     api_client,
     case_doc,
     latest,
     make_user,
+    publish,
     state,
     token_client,
     user_in_role,
@@ -51,7 +51,7 @@ def world(module_seed, django_db_blocker):
         method = copy.deepcopy(module_seed["methods"][0])
         method["key"] = METHOD
         method_create(user=seeder, document=method, summary="Test method")
-        release_publish(user=seeder, notes="Release 1")
+        publish(seeder, notes="Release 1")
         document = case_doc(module_seed, CASE)
         document["title"] = EDITED_TITLE
         case_update(user=seeder, key=CASE, document=document, summary="Edit to revert")

@@ -9,9 +9,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from claimsdb.services import case_create, case_update
-from claimsdb.services.releases import release_publish
 
-from .support import case_doc, get_queries, numbered_claim, token_client
+from .support import case_doc, get_queries, numbered_claim, publish, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -132,11 +131,11 @@ def test_anonymous_reads_are_flat(seeded, analyst, reviewer, url):
     """Lists and documents of the released record cost a fixed number of queries, however
     many records, claims, links, revisions and releases there are."""
     anonymous = APIClient()
-    release_publish(user=reviewer, notes="Release 1")
+    publish(reviewer, notes="Release 1")
     small = get_queries(anonymous, url)
     grow_seed_case(seeded, analyst, claims=20, links=3, edits=5)
     add_cases(seeded, reviewer, 8, claims=4, links=2)  # ready: in release 2
-    release_publish(user=reviewer, notes="Release 2")
+    publish(reviewer, notes="Release 2")
     large = get_queries(anonymous, url)
     assert large == small
     assert small <= 8
@@ -177,7 +176,7 @@ def test_every_page_of_the_revision_feed_costs_the_same(client, seeded, analyst,
 
 
 def test_release_pages_cost_the_same_at_any_size(client, seeded, analyst, reviewer):
-    release_publish(user=reviewer, notes="Release 1")
+    publish(reviewer, notes="Release 1")
     urls = [
         f"{API}/releases/?page_size=1",
         f"{API}/releases/1/?page_size=3",
@@ -185,7 +184,7 @@ def test_release_pages_cost_the_same_at_any_size(client, seeded, analyst, review
     ]
     small = [get_queries(client, url) for url in urls]
     add_cases(seeded, reviewer, 6, claims=2, links=1)
-    release_publish(user=reviewer, notes="Release 2")
+    publish(reviewer, notes="Release 2")
     release_publish_after_edit(seeded, analyst, reviewer)
     large = [get_queries(client, url.replace("/1/", "/3/")) for url in urls]
     assert large == small
@@ -196,4 +195,4 @@ def release_publish_after_edit(seed: dict, user, reviewer) -> None:
     document = case_doc(seed, "CP22-003")
     document["summary"] = "Edited for release 3"
     case_update(user=user, key="CP22-003", document=document, summary="Edit")
-    release_publish(user=reviewer, notes="Release 3")
+    publish(reviewer, notes="Release 3")

@@ -30,7 +30,8 @@ from schemathesis.specs.openapi.checks import (
 from claimsdb.codes import CODES
 from claimsdb.records import record_document
 from claimsdb.services import case_create, case_update
-from claimsdb.services.releases import release_publish
+
+from .support import publish
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_cache")]
 
@@ -244,7 +245,7 @@ PARTS = {
 
 def release_and_edit(reviewer) -> None:
     """Release 1 of the seed, then a draft edit of CP22-003 and a new, unreleased case."""
-    release_publish(user=reviewer, notes="Release 1")
+    publish(reviewer, notes="Release 1")
     document = record_document("case", "CP22-003")
     document["title"] = "A draft title"
     case_update(user=reviewer, key="CP22-003", document=document, summary="Draft")

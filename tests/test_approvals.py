@@ -1,17 +1,24 @@
 """Approvals (docs/review.md): the service, four eyes, stale approvals, the selectors."""
 
-import pytest
+import json
 
-from claimsdb.models import Approval, LedgerHead
+import pytest
+from django.core.management import CommandError, call_command
+
+from claimsdb import public
+from claimsdb.integrity import verify_history
+from claimsdb.models import Approval, Case, LedgerHead, ReleaseEntry
 from claimsdb.records import PermissionDenied, RecordNotFound, RuleViolations, StaleApproval
 from claimsdb.selectors.approvals import (
     latest_approved_revision_number,
     review_range,
     revisions_since_approved,
 )
+from claimsdb.services import bundle_load, bundle_load_file
 from claimsdb.services.approvals import approve, approve_pending
+from claimsdb.services.releases import release_plan, release_publish
 
-from .support import edit_case, latest, make_user
+from .support import approve_all, create_source, edit_case, latest, make_user, new_case
 
 pytestmark = pytest.mark.django_db
 
@@ -125,13 +132,10 @@ def test_an_unknown_record_is_not_found(seeded, second):
 
 
 def test_approve_pending_leaves_own_changes_for_another_reviewer(seeded, reviewer, analyst, second):
-    # the seed was loaded by ``reviewer``: its revisions are theirs
-    assert ("case", "CP22-002") in approve_pending(user=reviewer).left
-    approve_pending(user=second)
     mine = edit_case(reviewer, "CP22-003", summary="Mine", limits="Mine.")
     theirs = edit_case(analyst, "CP22-002", summary="Theirs", limits="Theirs.")
     outcome = approve_pending(user=reviewer)
-    assert ("case", "CP22-003") in outcome.left
+    assert outcome.left == [("case", "CP22-003")]
     assert latest_approved_revision_number("case", "CP22-002") == theirs
     assert latest_approved_revision_number("case", "CP22-003") != mine
     approve_pending(user=second)
@@ -151,3 +155,264 @@ def test_approvals_chain_without_gaps(seeded, analyst, second):
         approvals[-1].number,
         approvals[-1].chain_hash,
     )
+
+
+# --- tamper evidence ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def approved_three(seeded, analyst, second):
+    """Three approvals of CP22-003, each of a new analyst's edit."""
+    for n in range(3):
+        number = edit_case(analyst, "CP22-003", summary=f"Edit {n}", limits=f"Limits {n}.")
+        approve(user=second, record_kind="case", record_key="CP22-003", revision_number=number)
+    assert verify_history() == []
+    return list(Approval.objects.order_by("number"))
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("note", "Looks fine to me"),
+        ("self_approved", True),
+        ("status", "draft"),
+        ("since_number", 1),
+        ("created_at", "2020-01-01T00:00:00.000001Z"),
+    ],
+)
+def test_verify_catches_an_edited_approval(approved_three, field, value):
+    middle = approved_three[1]
+    Approval.objects.filter(pk=middle.pk).update(**{field: value})
+    problems = verify_history()
+    assert any(f"approval {middle.number} " in p and "edited" in p for p in problems), problems
+
+
+def test_verify_catches_an_approval_given_another_reviewer(approved_three, reviewer):
+    middle = approved_three[1]
+    Approval.objects.filter(pk=middle.pk).update(reviewer=reviewer)
+    assert any(f"approval {middle.number} " in p for p in verify_history())
+
+
+def test_verify_catches_an_approval_moved_to_another_revision(approved_three):
+    first, middle = approved_three[0], approved_three[1]
+    Approval.objects.filter(pk=middle.pk).update(revision=first.revision)
+    assert any(f"approval {middle.number}:" in p for p in verify_history())
+
+
+def test_verify_catches_a_deleted_approval(approved_three):
+    middle = approved_three[1]
+    Approval.objects.filter(pk=middle.pk).delete()
+    problems = verify_history()
+    assert any(f"approval {middle.number} missing" in p for p in problems), problems
+
+
+def test_verify_catches_the_last_approval_deleted(approved_three):
+    Approval.objects.filter(pk=approved_three[-1].pk).delete()
+    problems = verify_history()
+    assert any("the ledger head says approval" in p for p in problems), problems
+
+
+def test_verify_catches_an_inserted_approval(approved_three, reviewer):
+    last = approved_three[-1]
+    forged = Approval.objects.get(pk=last.pk)
+    forged.pk = None
+    forged.number = last.number + 1
+    forged.previous_hash = last.chain_hash
+    forged.chain_hash = "f" * 64
+    forged.reviewer = reviewer
+    forged.save()
+    problems = verify_history()
+    assert any(f"approval {forged.number} " in p for p in problems), problems
+
+
+# --- releases publish what was approved ------------------------------------------------------
+
+
+def test_an_analysts_edit_waits_for_approval_before_it_is_released(
+    seeded, reviewer, analyst, second
+):
+    first = release_publish(user=reviewer, notes="Release 1")
+    released = public.released_revision("case", "CP22-003")
+    before = released.snapshot
+    number = edit_case(analyst, "CP22-003", summary="New lede", limits="Rewritten limits.")
+    edit_case(analyst, "CP22-003", summary="Another", title="A retitled case")
+
+    plan = release_plan()
+    awaiting = {(a.kind, a.key): a for a in plan.awaiting}
+    assert awaiting[("case", "CP22-003")].count == 2
+    assert awaiting[("case", "CP22-003")].approved == released.number
+    assert "2 changes since the approved revision" in awaiting[("case", "CP22-003")].message
+    assert plan.awaiting_count == 1 and plan.awaiting_revisions == 2
+    # nothing but the waiting edit changed: there is nothing to publish
+    with pytest.raises(RuleViolations) as refused:
+        release_publish(user=reviewer, notes="Release 2")
+    assert refused.value.codes == ["release.nothing_changed"]
+    edit_case(analyst, "CP22-002", summary="Elsewhere", limits="Approved limits.")
+    approve(
+        user=second,
+        record_kind="case",
+        record_key="CP22-002",
+        revision_number=latest("case", "CP22-002"),
+    )
+    second_release = release_publish(user=reviewer, notes="Release 2")
+    entry = ReleaseEntry.objects.get(release=second_release, record_key="CP22-003")
+    assert entry.change == "unchanged" and entry.revision.number == released.number
+    # the released revision stays citable and unchanged
+    assert public.released_revision("case", "CP22-003").snapshot == before
+    assert (
+        ReleaseEntry.objects.get(release=first, record_key="CP22-003").revision.snapshot == before
+    )
+
+    approve(
+        user=second,
+        record_kind="case",
+        record_key="CP22-003",
+        revision_number=latest("case", "CP22-003"),
+    )
+    third = release_publish(user=reviewer, notes="Release 3")
+    entry = ReleaseEntry.objects.get(release=third, record_key="CP22-003")
+    assert entry.change == "updated" and entry.revision.number == latest("case", "CP22-003")
+    assert entry.revision.number > number
+    assert not release_plan().awaiting
+
+
+def test_a_release_publishes_the_approved_revision_not_a_later_one(
+    seeded, reviewer, analyst, second
+):
+    approved = edit_case(analyst, "CP22-003", summary="Reviewed", limits="Reviewed limits.")
+    approve(user=second, record_kind="case", record_key="CP22-003", revision_number=approved)
+    edit_case(analyst, "CP22-003", summary="Not yet", limits="Unreviewed limits.")
+    release = release_publish(user=reviewer, notes="1")
+    entry = ReleaseEntry.objects.get(release=release, record_key="CP22-003")
+    assert entry.revision.number == approved
+    assert "Reviewed limits." in entry.revision.snapshot
+
+
+def test_the_status_of_the_approved_revision_decides(seeded, reviewer, analyst, second):
+    """A case made a draft after its ready revision was approved is published at the
+    approved ready revision until the draft is approved; then the public keeps what it saw
+    (as for any draft)."""
+    release_publish(user=reviewer, notes="1")
+    seen = public.released_revision("case", "CP22-003").number
+    ready = edit_case(analyst, "CP22-003", summary="Ready edit", limits="Ready limits.")
+    approve(user=second, record_kind="case", record_key="CP22-003", revision_number=ready)
+    draft = edit_case(analyst, "CP22-003", summary="To draft", status="draft")
+    release = release_publish(user=reviewer, notes="2")
+    assert ReleaseEntry.objects.get(release=release, record_key="CP22-003").revision.number == ready
+    approve(user=second, record_kind="case", record_key="CP22-003", revision_number=draft)
+    edit_case(analyst, "CP22-002", summary="Elsewhere", limits="Other limits.")
+    approve_all()
+    release = release_publish(user=reviewer, notes="3")
+    entry = ReleaseEntry.objects.get(release=release, record_key="CP22-003")
+    assert entry.revision.number == ready != seen and entry.change == "unchanged"
+
+
+def test_a_never_approved_record_is_not_published(seeded, reviewer, analyst):
+    create_source(analyst, "SRC-UNREVIEWED")
+    plan = release_plan()
+    assert ("source", "SRC-UNREVIEWED") in {(a.kind, a.key) for a in plan.awaiting}
+    release = release_publish(user=reviewer, notes="1")
+    assert not ReleaseEntry.objects.filter(release=release, record_key="SRC-UNREVIEWED").exists()
+
+
+# --- the approve command, load_records --approve-as, bundles, the demo ------------------------
+
+
+def test_the_approve_command_approves_and_shows_the_range(seeded, analyst, second, capsys):
+    number = edit_case(analyst, "CP22-003", summary="Lede", limits="New limits.")
+    call_command("approve", "case", "CP22-003", user="second")
+    shown = capsys.readouterr().out
+    assert f"revisions {number}–{number} await review" in shown and "changed: limits" in shown
+    assert latest_approved_revision_number("case", "CP22-003") != number  # showing writes nothing
+    call_command("approve", "case", "CP22-003", str(number), user="second", note="ok")
+    assert f"revision {number} approved by second" in capsys.readouterr().out
+    assert latest_approved_revision_number("case", "CP22-003") == number
+
+
+def test_four_eyes_the_author_cannot_approve_through_the_command(seeded, reviewer):
+    number = edit_case(reviewer, "CP22-003", summary="Mine", limits="Mine.")
+    before = written()
+    with pytest.raises(CommandError, match="approval.own_change"):
+        call_command("approve", "case", "CP22-003", str(number), user="reviewer")
+    assert written() == before
+
+
+def test_an_analyst_cannot_approve_through_the_command(seeded, analyst):
+    number = edit_case(analyst, "CP22-003", summary="Lede", limits="New limits.")
+    before = written()
+    with pytest.raises(CommandError, match="reviewer role"):
+        call_command("approve", "case", "CP22-003", str(number), user="analyst")
+    assert written() == before
+
+
+def test_a_stale_approval_through_the_command_writes_nothing(seeded, analyst, second):
+    seen = edit_case(analyst, "CP22-003", summary="One", limits="One.")
+    edit_case(analyst, "CP22-003", summary="Two", limits="Two.")
+    before = written()
+    with pytest.raises(CommandError, match="approval.stale"):
+        call_command("approve", "case", "CP22-003", str(seen), user="second")
+    assert written() == before
+
+
+def test_a_bundle_may_not_carry_approvals(seeded, reviewer, seed_bundle):
+    bundle = {
+        "format": "claimsdb.bundle/1",
+        **{name: [] for name in ("methods", "sources", "rules")},
+        "cases": [new_case("CP99-001", status="ready")],
+        "approvals": [{"record_key": "CP99-001", "revision": 1, "reviewer": "reviewer"}],
+    }
+    before = (written(), latest("case", "CP22-003"))
+    with pytest.raises(RuleViolations) as refused:
+        bundle_load(user=reviewer, bundle=bundle, summary="With approvals")
+    assert ("approval.not_in_bundle", "approvals") in {
+        (v.code, v.path) for v in refused.value.violations
+    }
+    assert (written(), latest("case", "CP22-003")) == before
+    assert not Case.objects.filter(key="CP99-001").exists()
+
+
+def test_a_bundle_file_may_not_carry_approvals(seeded, reviewer, tmp_path):
+    path = tmp_path / "bundle.json"
+    path.write_text(
+        json.dumps(
+            {
+                "format": "claimsdb.bundle/1",
+                **{name: [] for name in ("methods", "sources", "rules", "cases")},
+                "approvals": [],
+            }
+        )
+    )
+    with pytest.raises(RuleViolations) as refused:
+        bundle_load_file(user=reviewer, path=path, summary="With approvals")
+    assert "approval.not_in_bundle" in refused.value.codes
+
+
+def test_load_records_approves_as_another_reviewer(seeded, reviewer, second, tmp_path, capsys):
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(new_case("CP99-001", status="ready")))
+    call_command("load_records", str(path), user="reviewer", approve_as="second")
+    assert "approved 1 record(s) as second" in capsys.readouterr().out
+    assert latest_approved_revision_number("case", "CP99-001") == latest("case", "CP99-001")
+    # four eyes: the loader does not approve their own load
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(new_case("CP99-002", status="ready")))
+    call_command("load_records", str(other), user="reviewer", approve_as="reviewer")
+    assert "four eyes" in capsys.readouterr().err
+    assert latest_approved_revision_number("case", "CP99-002") is None
+
+
+def test_setup_demo_has_a_second_reviewer_and_the_seed_approved(
+    settings, db, tmp_path, monkeypatch
+):
+    from claimsdb.management.commands import setup_demo
+
+    settings.DEBUG = True
+    monkeypatch.setattr(setup_demo, "PASSWORD_FILE", tmp_path / "demo-password")
+    call_command("setup_demo")
+    assert settings.FOUR_EYES
+    approvals = Approval.objects.all()
+    assert approvals and {a.reviewer.username for a in approvals} == {"reviewer2"}
+    assert not any(a.self_approved for a in approvals)
+    assert not release_plan().awaiting
+    call_command("setup_demo")  # again: nothing changes
+    assert Approval.objects.count() == len(approvals)

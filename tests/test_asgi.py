@@ -13,9 +13,8 @@ import pytest
 
 from claimsdb import asgi, limits
 from claimsdb.services import bundle_load
-from claimsdb.services.releases import release_publish
 
-from .support import run_in_thread
+from .support import publish, run_in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the handler's threads read the data
 
@@ -75,7 +74,7 @@ def serve(handler, path: str, exchange: Exchange, **options):
 
 
 def test_a_request_still_sending_its_body_holds_no_slot(monkeypatch, seeded, reviewer):
-    release_publish(user=reviewer, notes="Release 1")
+    publish(reviewer, notes="Release 1")
     monkeypatch.setenv("GUNICORN_THREADS", "1")
     handler = asgi.ClaimsdbASGIHandler()
     assert handler.slots._value == 1
@@ -146,7 +145,7 @@ def test_a_body_without_a_length_is_refused_once_it_passes_the_limit(db, monkeyp
 
 
 def test_a_streaming_response_streams(seeded, reviewer):
-    release_publish(user=reviewer, notes="Release 1")
+    publish(reviewer, notes="Release 1")
     bundle_load(user=reviewer, bundle=copy.deepcopy(seeded), summary="Again")
     handler = asgi.ClaimsdbASGIHandler()
     exchange = Exchange()

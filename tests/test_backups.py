@@ -23,9 +23,8 @@ from claimsdb.models import ClaimIdReservation, LedgerHead, Release, Revision, T
 from claimsdb.records import RuleViolations, record_document
 from claimsdb.services import bundle_load, case_update, writer
 from claimsdb.services.backups import backup_keys
-from claimsdb.services.releases import release_publish
 
-from .support import ROOT
+from .support import ROOT, publish
 
 VALID_RESULTS = ROOT / "fixtures" / "repro" / "valid" / "valid-small.json"
 KEY = "k" * 24 + "0123456789abcdef" * 2  # as a test's key; made with secrets.token_hex(32)
@@ -68,7 +67,7 @@ def _history_of_everything(reviewer, analyst, seed_bundle) -> None:
     """Seed, an import with trial rows, a release, and a claim removed from its case."""
     bundle_load(user=reviewer, bundle=copy.deepcopy(seed_bundle), summary="Seed")
     ResultsImporter(user=analyst).import_path(VALID_RESULTS)
-    release_publish(user=reviewer, notes="First release")
+    publish(reviewer, notes="First release")
     document = record_document("case", "CP22-003")
     removed = document["claims"].pop()["id"]
     for assessment in document["assessments"]:

@@ -13,10 +13,9 @@ from django.apps import apps
 from claimsdb.models import Revision
 from claimsdb.records import changed_fields, record_date, record_document
 from claimsdb.services import bundle_load, case_update
-from claimsdb.services.releases import release_publish
 from claimsdb.web.presenters import CHANGED_SHOWN, changed_text
 
-from .support import get_queries, latest_revision, signed_in, text_of
+from .support import get_queries, latest_revision, publish, signed_in, text_of
 
 CASE = "CP22-003"
 SEED_DATE = dt.date(2026, 10, 28)
@@ -136,12 +135,12 @@ def test_the_full_history_says_what_each_revision_changed(seeded, analyst, viewe
 
 def test_public_history_is_grouped_by_release(seeded, analyst, reviewer, client):
     first = latest_revision("case", CASE).number
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     document = record_document("case", CASE)
     document["summary"] = "Edited for release 2."
     case_update(user=analyst, key=CASE, document=document, summary="Summary edit")
     second = latest_revision("case", CASE).number
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
     html = client.get(f"/cases/{CASE}/history/").content.decode()
     main = html.split("<main", 1)[1]
     headings = re.findall(
@@ -163,7 +162,7 @@ def test_history_pages_run_a_fixed_number_of_queries(seeded, analyst, reviewer, 
 
     reader = signed_in(viewer)
     reader.get("/")
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     urls = [f"/cases/{CASE}/", f"/cases/{CASE}/history/"]
     few = [get_queries(reader, u) for u in urls] + [get_queries(client, u) for u in urls]
     for n in range(3):
@@ -171,7 +170,7 @@ def test_history_pages_run_a_fixed_number_of_queries(seeded, analyst, reviewer, 
         for claim in document["claims"]:
             claim["status_note"] = f"Round {n}."
         case_update(user=analyst, key=CASE, document=document, summary=f"Round {n}")
-        release_publish(user=reviewer, notes=f"{n + 2}")
+        publish(reviewer, notes=f"{n + 2}")
     many = [get_queries(reader, u) for u in urls] + [get_queries(client, u) for u in urls]
     assert few == many
 

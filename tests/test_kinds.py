@@ -33,9 +33,8 @@ from claimsdb.records import (
 from claimsdb.records.kinds import RecordKind, record_kinds
 from claimsdb.services import record_update, record_withdraw
 from claimsdb.services.permissions import RANK, ROLES
-from claimsdb.services.releases import release_publish
 
-from .support import make_user
+from .support import make_user, publish
 
 KINDS = list(record_kinds)
 each_kind = pytest.mark.parametrize("kind", KINDS, ids=[kind.name for kind in KINDS])
@@ -112,7 +111,7 @@ def test_it_travels_in_bundles_exports_and_releases(seeded, seed_bundle, reviewe
     assert document in json.loads(out.read_text(encoding="utf-8"))[kind.plural]
     # the example is publishable: a release publishes it, new, at its latest revision
     assert document["status"] == kind.published_status
-    release = release_publish(user=reviewer, notes="Every kind.")
+    release = publish(reviewer, notes="Every kind.")
     entry = ReleaseEntry.objects.get(
         release=release, record_kind=kind.name, record_key=document["key"]
     )

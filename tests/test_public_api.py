@@ -30,10 +30,9 @@ from claimsdb.services import (
     source_update,
     source_withdraw,
 )
-from claimsdb.services.releases import release_publish
 
 from .public_walk import Route, route_urls, walk_routes
-from .support import body, latest, state, token_client, user_in_role
+from .support import body, latest, publish, state, token_client, user_in_role
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_cache")]
 
@@ -78,13 +77,13 @@ def world(module_seed, django_db_blocker) -> World:
     """Made once for the module, rolled back with it."""
     with django_db_blocker.unblock():
         seeder = User.objects.get(username="seeder")
-        release_publish(user=seeder, notes="Release 1")
+        publish(seeder, notes="Release 1")
         in_release_1 = latest("case", CASE)
         document = record_document("case", CASE)
         summary_in_release_1 = document["summary"]
         document["summary"] = RELEASE_2_SUMMARY
         case_update(user=seeder, key=CASE, document=document, summary="For release 2")
-        release_publish(user=seeder, notes="Release 2")
+        publish(seeder, notes="Release 2")
         in_release_2 = latest("case", CASE)
         other_case_released = latest("case", OTHER_CASE)
         released = sorted(set(ReleaseEntry.objects.values_list("revision__number", flat=True)))
@@ -439,7 +438,7 @@ def test_filters_and_ordering_on_released_documents(world):
 
 def test_withdrawn_records_are_listed_only_when_asked(world, reviewer):
     source_withdraw(user=reviewer, key="SRC-SGLANG-PR-39229", summary="Withdrawn")
-    release_publish(user=reviewer, notes="Release 3")
+    publish(reviewer, notes="Release 3")
     client = APIClient()
     listed = [item["key"] for item in body(client.get(f"{API}/sources/?page_size=200"))["results"]]
     assert "SRC-SGLANG-PR-39229" not in listed

@@ -21,10 +21,9 @@ from claimsdb.services import (
     rule_update,
     source_update,
 )
-from claimsdb.services.releases import release_publish
 
 from .public_walk import Route, route_urls, walk_routes
-from .support import case_doc, create_source, latest, signed_in, text_of
+from .support import case_doc, create_source, latest, publish, signed_in, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +59,7 @@ def drafted(seeded, seed_bundle, analyst, reviewer):
     title and summary and a new claim, a source's title, a rule's reason, and records that
     were never released (a case, a source, a method). Returns the revision numbers: the
     released one and the draft one of each record."""
-    release_publish(user=reviewer, notes="Release 1 of the seed")
+    publish(reviewer, notes="Release 1 of the seed")
     released = {
         kind: public.released_revision(kind, key).number
         for kind, key in [("case", CASE), ("source", SOURCE), ("rule", RULE), ("method", METHOD)]
@@ -396,10 +395,10 @@ def two_releases(seeded, analyst, reviewer):
     """CP22-003 created (release 1), edited twice (release 2 publishes the second edit),
     then edited once more, unreleased."""
     created = latest("case", CASE)
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     intermediate = edit(analyst, "case", CASE, title="First edit")
     updated = edit(analyst, "case", CASE, title="Second edit")
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
     unreleased = edit(analyst, "case", CASE, title=draft_text("title"))
     return created, intermediate, updated, unreleased
 

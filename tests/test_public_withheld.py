@@ -16,10 +16,9 @@ from claimsdb import public
 from claimsdb.models import ReleaseEntry
 from claimsdb.records import record_document
 from claimsdb.services import case_update, record_create
-from claimsdb.services.releases import release_plan, release_publish
 
 from .public_walk import Route, route_urls, walk_routes
-from .support import FORBIDDEN_FIGURE, new_case, signed_in, token_client
+from .support import FORBIDDEN_FIGURE, approved_plan, new_case, publish, signed_in, token_client
 
 SECRET_CASE = "HX-201"
 SECRET_TITLE = "Operator incident Zq7 never released"
@@ -47,7 +46,7 @@ def rule(key: str, case: str, figure: str) -> dict:
 def withheld(seeded, analyst, reviewer):
     """Release 1 of the seed; then two draft cases never released (one owning a figure)
     and two active rules naming them; then release 2, which must leave both rules out."""
-    release_publish(user=reviewer, notes="Release 1")
+    publish(reviewer, notes="Release 1")
     record_create(
         user=analyst,
         kind="case",
@@ -83,7 +82,7 @@ def withheld(seeded, analyst, reviewer):
     document = record_document("case", "CP22-003")
     document["summary"] += " Revised for release 2."
     case_update(user=reviewer, key="CP22-003", document=document, summary="Revise")
-    return release_publish(user=reviewer, notes="Release 2")
+    return publish(reviewer, notes="Release 2")
 
 
 # --- every public URL family, walked ----------------------------------------------------
@@ -172,13 +171,13 @@ def test_the_rule_is_published_with_the_case_it_names(withheld, reviewer):
     document = record_document("case", SECRET_CASE)
     document["status"] = "ready"
     case_update(user=reviewer, key=SECRET_CASE, document=document, summary="Ready")
-    plan = release_plan()
+    plan = approved_plan()
     assert {(entry.kind, entry.key, entry.change) for entry in plan.changed} >= {
         ("case", SECRET_CASE, "new"),
         ("rule", RULE, "new"),
     }
     assert FIGURE_RULE not in {entry.key for entry in plan.changed}  # its figure's case waits
-    release_publish(user=reviewer, notes="Release 3")
+    publish(reviewer, notes="Release 3")
     assert public.released_revision("rule", RULE) is not None
     assert public.released_revision("rule", FIGURE_RULE) is None
     page = Client().get(f"/rules/{RULE}/")
@@ -244,11 +243,11 @@ def entry(release, key: str, kind: str = "case") -> ReleaseEntry | None:
 def related(seeded, analyst, reviewer):
     """Release 1 of the seed; then a never-released draft case, and a new revision of a
     released case (ready) relating to it; then release 2, which must hold that revision."""
-    first = release_publish(user=reviewer, notes="Release 1")
+    first = publish(reviewer, notes="Release 1")
     record_create(user=analyst, kind="case", document=hidden_case(), summary="Draft")
     edit(reviewer, "CP22-003", relate(HIDDEN))
     edit(reviewer, "CP22-002", revise)  # something public changes, so that release 2 is made
-    return first, release_publish(user=reviewer, notes="Release 2")
+    return first, publish(reviewer, notes="Release 2")
 
 
 def hidden_table() -> dict:
@@ -285,7 +284,7 @@ def test_the_release_bundle_leaves_out_a_name_of_an_unreleased_case(related, tmp
 
 def test_the_preview_says_what_waits_and_why(related, reviewer, capsys):
     edit(reviewer, "CP22-002", revise)
-    plan = release_plan()
+    plan = approved_plan()
     assert [(w.kind, w.key, w.case, w.kept) for w in plan.waiting] == [
         ("case", "CP22-003", HIDDEN, True)
     ]
@@ -297,18 +296,18 @@ def test_the_preview_says_what_waits_and_why(related, reviewer, capsys):
     printed = capsys.readouterr().out
     assert f"  waits: case CP22-003: its new revision waits for {HIDDEN}, which it names" in printed
     edit(reviewer, HIDDEN)
-    assert release_plan().waiting == []
+    assert approved_plan().waiting == []
     assert "What waits" not in signed_in(reviewer).get("/releases/new/").content.decode()
 
 
 def test_the_new_revision_is_published_with_the_case_it_names(related, reviewer):
     edit(reviewer, HIDDEN)
-    plan = release_plan()
+    plan = approved_plan()
     assert {(e.kind, e.key, e.change) for e in plan.changed} >= {
         ("case", HIDDEN, "new"),
         ("case", "CP22-003", "updated"),
     }
-    third = release_publish(user=reviewer, notes="Release 3")
+    third = publish(reviewer, notes="Release 3")
     assert entry(third, "CP22-003").change == "updated"
     relations = public.released_document("case", "CP22-003")["relations"]
     assert {"case": HIDDEN, "kind": "follow_up_of", "note": ""} in relations
@@ -320,7 +319,7 @@ def test_an_attribution_waits_for_its_figure_to_be_public(seeded, analyst, revie
     record_create(
         user=reviewer, kind="case", document=new_case(HIDDEN, status="ready"), summary="Ready"
     )
-    release_publish(user=reviewer, notes="Release 1")
+    publish(reviewer, notes="Release 1")
     document = hidden_case(status="draft", title=f"Case {HIDDEN}")
     document["relations"] = record_document("case", HIDDEN)["relations"]
     case_update(user=analyst, key=HIDDEN, document=document, summary="Figure")
@@ -333,14 +332,14 @@ def test_an_attribution_waits_for_its_figure_to_be_public(seeded, analyst, revie
 
     edit(reviewer, "CP22-003", attribute_hidden)
     edit(reviewer, "CP22-002", revise)
-    second = release_publish(user=reviewer, notes="Release 2")
+    second = publish(reviewer, notes="Release 2")
     assert entry(second, "CP22-003").change == "unchanged"
     assert HIDDEN_FIGURE not in json.dumps(public.released_document("case", "CP22-003"))
     assert Client().get(f"/cases/{HIDDEN}/").status_code == 200
     assert HIDDEN_FIGURE not in Client().get("/cases/CP22-003/").content.decode()
 
     edit(reviewer, HIDDEN)  # the figure's case is published with its figure
-    third = release_publish(user=reviewer, notes="Release 3")
+    third = publish(reviewer, notes="Release 3")
     assert entry(third, HIDDEN).change == "updated"
     assert entry(third, "CP22-003").change == "updated"
     attributions = public.released_document("case", "CP22-003")["attributions"]
@@ -350,7 +349,7 @@ def test_an_attribution_waits_for_its_figure_to_be_public(seeded, analyst, revie
 def test_a_case_naming_a_case_that_waits_waits_too(seeded, analyst, reviewer):
     """C names A, A names B: B is never released, so A waits, and so does C's new revision
     and a rule naming A; all are published with B."""
-    first = release_publish(user=reviewer, notes="Release 1")
+    first = publish(reviewer, notes="Release 1")
     middle = "HX-302"
     record_create(user=analyst, kind="case", document=hidden_case(), summary="Draft")
     record_create(
@@ -370,20 +369,20 @@ def test_a_case_naming_a_case_that_waits_waits_too(seeded, analyst, reviewer):
         summary="Rule",
     )
     edit(reviewer, "CP22-002", revise)
-    waiting = {(w.kind, w.key, w.case, w.kept) for w in release_plan().waiting}
+    waiting = {(w.kind, w.key, w.case, w.kept) for w in approved_plan().waiting}
     assert waiting == {
         ("case", middle, HIDDEN, False),
         ("case", "CP22-003", middle, True),
         ("rule", chained_rule, middle, False),
     }
-    second = release_publish(user=reviewer, notes="Release 2")
+    second = publish(reviewer, notes="Release 2")
     assert entry(second, HIDDEN) is None and entry(second, middle) is None
     assert entry(second, chained_rule, "rule") is None
     assert entry(second, "CP22-003").revision_id == entry(first, "CP22-003").revision_id
     assert middle not in json.dumps(public.released_document("case", "CP22-003"))
 
     edit(reviewer, HIDDEN)
-    third = release_publish(user=reviewer, notes="Release 3")
+    third = publish(reviewer, notes="Release 3")
     assert entry(third, HIDDEN).change == "new"
     assert entry(third, middle).change == "new"
     assert entry(third, "CP22-003").change == "updated"
@@ -391,11 +390,11 @@ def test_a_case_naming_a_case_that_waits_waits_too(seeded, analyst, reviewer):
 
 
 def test_cases_naming_one_another_are_published_together(seeded, reviewer):
-    release_publish(user=reviewer, notes="Release 1")
+    publish(reviewer, notes="Release 1")
     for key in (HIDDEN, "HX-302"):
         record_create(
             user=reviewer, kind="case", document=new_case(key, status="ready"), summary="New"
         )
     edit(reviewer, HIDDEN, relate("HX-302", "same_event"))
-    second = release_publish(user=reviewer, notes="Release 2")
+    second = publish(reviewer, notes="Release 2")
     assert entry(second, HIDDEN).change == "new" and entry(second, "HX-302").change == "new"

@@ -15,15 +15,17 @@ from django.core.management.base import CommandError
 from claimsdb.models import Release
 from claimsdb.records import RuleViolations, record_document
 from claimsdb.services import bundle_load, case_create
-from claimsdb.services.releases import release_plan, release_publish
+from claimsdb.services.releases import release_plan
 
 from .support import (
     api_client,
+    approve_all,
     edit_case,
     field_block,
     get_queries,
     latest,
     new_case,
+    publish,
     queries_of,
     signed_in,
     text_of,
@@ -184,7 +186,7 @@ def test_the_edit_form_refuses_ready_from_an_analyst_at_the_status_field(seeded,
 
 @pytest.fixture
 def released(seeded, reviewer) -> Release:
-    return release_publish(user=reviewer, notes="First release")
+    return publish(reviewer, notes="First release")
 
 
 def test_the_preview_lists_titles_and_diff_links_as_the_release_page_does(
@@ -193,13 +195,14 @@ def test_the_preview_lists_titles_and_diff_links_as_the_release_page_does(
     before = latest("case", CASE)
     edit_case(analyst, CASE, title="A retitled case")
     after = latest("case", CASE)
+    approve_all()
     client = signed_in(reviewer)
     preview = client.get("/releases/new/").content.decode()
     assert "CP22-003</a> — <bdi>A retitled case</bdi>" in preview
     diff = f'href="/cases/{CASE}/diff/{before}/{after}/"'
     assert diff in preview
     assert "1 changed record" in text_of(preview)
-    release_publish(user=reviewer, notes="Second")
+    publish(reviewer, notes="Second")
     page = client.get("/releases/2/").content.decode()
     assert "CP22-003</a> — <bdi>A retitled case</bdi>" in page and diff in page
 
@@ -214,6 +217,7 @@ def test_the_preview_pages_a_long_list(seeded, reviewer):
         },
         summary="Many",
     )
+    approve_all()
     changed = release_plan(preview=0).changed_count
     assert changed > 50
     client = signed_in(reviewer)
@@ -284,7 +288,7 @@ def test_the_releases_feed_lists_the_records_each_release_changed(
     released, analyst, reviewer, client
 ):
     edit_case(analyst, CASE, title="A retitled case")
-    release_publish(user=reviewer, notes="Second")
+    publish(reviewer, notes="Second")
     entries = feed(client, "/releases/feed.atom").findall(f"{ATOM}entry")
     second = entries[0].findtext(f"{ATOM}summary")
     revision = latest("case", CASE)
@@ -307,7 +311,7 @@ def test_the_releases_feed_runs_the_same_queries_however_many_releases(
     few = count()
     for n in range(3):
         edit_case(analyst, CASE, title=f"Title {n}")
-        release_publish(user=reviewer, notes=f"Release {n}")
+        publish(reviewer, notes=f"Release {n}")
     assert count() == few
 
 
@@ -315,9 +319,9 @@ def test_a_case_feed_lists_the_releases_that_changed_the_case(released, analyst,
     first = latest("case", CASE)
     edit_case(analyst, CASE, title="A retitled case")
     edit_case(analyst, "CP22-002", title="Another case changed")
-    release_publish(user=reviewer, notes="Second")
+    publish(reviewer, notes="Second")
     edit_case(analyst, "CP22-002", title="Only the other case")
-    release_publish(user=reviewer, notes="Third")
+    publish(reviewer, notes="Third")
     edit_case(analyst, CASE, title="Unreleased title")
     root = feed(client, f"/cases/{CASE}/feed.atom")
     entries = root.findall(f"{ATOM}entry")
@@ -344,7 +348,7 @@ def test_a_case_feed_runs_the_same_queries_however_many_releases(
     few = count()
     for n in range(3):
         edit_case(analyst, CASE, title=f"Title {n}")
-        release_publish(user=reviewer, notes=f"Release {n}")
+        publish(reviewer, notes=f"Release {n}")
     assert count() == few
 
 

@@ -21,7 +21,7 @@ from claimsdb.services import (
     case_withdraw,
     source_withdraw,
 )
-from claimsdb.services.releases import release_plan, release_publish
+from claimsdb.services.releases import release_plan
 
 from .support import (
     braces_balanced,
@@ -30,6 +30,7 @@ from .support import (
     edit_case,
     latest,
     parse_bibtex,
+    publish,
 )
 
 pytestmark = pytest.mark.django_db
@@ -63,7 +64,7 @@ def new_draft_case(user, seed_bundle, key: str) -> int:
 
 
 def test_first_release_publishes_every_ready_and_active_record_as_new(seeded, reviewer):
-    release = release_publish(user=reviewer, notes="First release")
+    release = publish(reviewer, notes="First release")
     assert release.number == 1
     assert release.published_by == reviewer
     assert release.last_revision == Revision.objects.count()
@@ -76,7 +77,7 @@ def test_first_release_publishes_every_ready_and_active_record_as_new(seeded, re
 
 
 def test_entries_across_a_sequence_of_releases(seeded, seed_bundle, analyst, reviewer):
-    first = release_publish(user=reviewer, notes="1")
+    first = publish(reviewer, notes="1")
     released_002 = latest("case", "CP22-002")
 
     # updated; a released case back to draft keeps its released revision; a new draft
@@ -85,7 +86,7 @@ def test_entries_across_a_sequence_of_releases(seeded, seed_bundle, analyst, rev
     edit_case(analyst, "CP22-002", status="draft", summary="Back to draft")
     new_draft_case(analyst, seed_bundle, "CP22-009")
     added = create_source(analyst, "SRC-NEW")
-    second = release_publish(user=reviewer, notes="2")
+    second = publish(reviewer, notes="2")
     got = entries(second)
     assert got[("case", "CP22-003")] == ("updated", updated)
     assert got[("case", "CP22-002")] == ("unchanged", released_002)
@@ -100,7 +101,7 @@ def test_entries_across_a_sequence_of_releases(seeded, seed_bundle, analyst, rev
     source_withdraw(user=analyst, key="SRC-NEW", summary="Withdrawn")
     create_source(analyst, "SRC-NEVER")
     source_withdraw(user=analyst, key="SRC-NEVER", summary="Withdrawn before release")
-    third = release_publish(user=reviewer, notes="3")
+    third = publish(reviewer, notes="3")
     got = entries(third)
     assert got[("case", "CP22-002")] == ("withdrawn", withdrawal.number)
     assert got[("source", "SRC-NEW")][0] == "withdrawn"
@@ -109,13 +110,13 @@ def test_entries_across_a_sequence_of_releases(seeded, seed_bundle, analyst, rev
 
     # unchanged everywhere: a fourth release is refused and nothing is written
     with pytest.raises(RuleViolations) as refused:
-        release_publish(user=reviewer, notes="4")
+        publish(reviewer, notes="4")
     assert refused.value.codes == ["release.nothing_changed"]
     assert Release.objects.count() == 3
 
     # an edit to a withdrawn record is published as an update of its withdrawn document
     edit_case(analyst, "CP22-002", summary="Withdrawal note", scope_note="Withdrawn: see X.")
-    fourth = release_publish(user=reviewer, notes="4")
+    fourth = publish(reviewer, notes="4")
     got = entries(fourth)
     assert got[("case", "CP22-002")] == ("updated", latest("case", "CP22-002"))
     assert first.number, second.number == (1, 2)
@@ -124,7 +125,7 @@ def test_entries_across_a_sequence_of_releases(seeded, seed_bundle, analyst, rev
 def test_draft_and_ready_again_without_change_keeps_the_released_revision(
     seeded, analyst, reviewer
 ):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     released = latest("case", "CP22-003")
     edit_case(analyst, "CP22-003", status="draft")
     edit_case(reviewer, "CP22-003", status="ready")
@@ -132,16 +133,16 @@ def test_draft_and_ready_again_without_change_keeps_the_released_revision(
     plan = release_plan()
     assert not plan.changed
     with pytest.raises(RuleViolations) as refused:
-        release_publish(user=reviewer, notes="again")
+        publish(reviewer, notes="again")
     assert refused.value.codes == ["release.nothing_changed"]
 
 
 def test_a_case_in_review_is_not_published_until_ready(seeded, analyst, reviewer):
     edit_case(analyst, "CP22-002", status="in_review")
-    release = release_publish(user=reviewer, notes="1")
+    release = publish(reviewer, notes="1")
     assert ("case", "CP22-002") not in entries(release)
     ready = edit_case(reviewer, "CP22-002", status="ready")
-    assert entries(release_publish(user=reviewer, notes="2"))[("case", "CP22-002")] == (
+    assert entries(publish(reviewer, notes="2"))[("case", "CP22-002")] == (
         "new",
         ready,
     )
@@ -149,7 +150,7 @@ def test_a_case_in_review_is_not_published_until_ready(seeded, analyst, reviewer
 
 def test_notes_are_required_and_violations_are_collected(db, reviewer):
     with pytest.raises(RuleViolations) as refused:
-        release_publish(user=reviewer, notes="   ")
+        publish(reviewer, notes="   ")
     assert refused.value.codes == ["release.notes_required", "release.nothing_changed"]
     assert Release.objects.count() == 0
 
@@ -158,7 +159,7 @@ def test_notes_are_required_and_violations_are_collected(db, reviewer):
 def test_only_reviewers_publish(seeded, role, request):
     user = request.getfixturevalue(role)
     with pytest.raises(PermissionDenied):
-        release_publish(user=user, notes="Not mine to publish")
+        publish(user, notes="Not mine to publish")
     assert Release.objects.count() == 0
     assert ReleaseEntry.objects.count() == 0
 
@@ -167,7 +168,7 @@ def test_anonymous_cannot_publish(seeded):
     from django.contrib.auth.models import AnonymousUser
 
     with pytest.raises(PermissionDenied):
-        release_publish(user=AnonymousUser(), notes="x")
+        publish(AnonymousUser(), notes="x")
 
 
 # --- the release export --------------------------------------------------------------------
@@ -182,7 +183,7 @@ def export_release(tmp_path, number: int, name: str) -> bytes:
 def test_release_export_is_byte_identical_before_and_after_later_edits(
     seeded, analyst, reviewer, tmp_path, capsys
 ):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     first = export_release(tmp_path, 1, "a.json")
     assert first == export_release(tmp_path, 1, "b.json")
     # it is the working state at publishing time, here
@@ -191,7 +192,7 @@ def test_release_export_is_byte_identical_before_and_after_later_edits(
 
     edit_case(analyst, "CP22-003", title="Changed after release 1")
     case_withdraw(user=analyst, key="CP22-002", summary="Withdrawn")
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
     edit_case(analyst, "CP22-003", status="draft")
     assert export_release(tmp_path, 1, "c.json") == first
 
@@ -249,12 +250,12 @@ def test_publish_release_command_refusals(seeded, analyst, reviewer, capsys):
 def test_released_revision_and_document_follow_releases(seeded, analyst, reviewer):
     assert public.released_revision("case", "CP22-003") is None
     assert public.released_document("case", "CP22-003") is None
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     first = latest("case", "CP22-003")
     edit_case(analyst, "CP22-003", title="Working title")
     assert public.released_revision("case", "CP22-003").number == first
     assert public.released_document("case", "CP22-003")["title"] != "Working title"
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
     second = latest("case", "CP22-003")
     assert public.released_document("case", "CP22-003")["title"] == "Working title"
     assert public.released_revision("case", "CP22-003", release=1).number == first
@@ -271,7 +272,7 @@ def test_visible_document_anonymous_sees_released_viewers_see_working(
 
     anonymous = AnonymousUser()
     assert access.visible_document(anonymous, "case", "CP22-003") is None
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     released = latest("case", "CP22-003")
     working = edit_case(analyst, "CP22-003", title="Draft title", status="draft")
     for user in (anonymous, nobody):
@@ -290,7 +291,7 @@ def test_released_records_are_the_public_documents_and_hide_withdrawn(
     seeded, seed_bundle, analyst, reviewer
 ):
     new_draft_case(analyst, seed_bundle, "CP22-009")
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     edit_case(analyst, "CP22-003", title="Not yet public")
     case_withdraw(user=analyst, key="CP22-002", summary="Withdrawn")
     records = public.released_records("case")
@@ -298,7 +299,7 @@ def test_released_records_are_the_public_documents_and_hide_withdrawn(
     key, document, revision = records[1]
     assert (key, document["title"]) == ("CP22-003", case_doc(seed_bundle, "CP22-003")["title"])
     assert json.loads(revision.snapshot) == document
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
     assert [r.key for r in public.released_records("case")] == ["CP22-003"]
     with_withdrawn = public.released_records("case", include_withdrawn=True)
     assert [(r.key, r.document["status"]) for r in with_withdrawn] == [
@@ -309,12 +310,12 @@ def test_released_records_are_the_public_documents_and_hide_withdrawn(
 
 
 def test_released_records_query_count_is_flat(seeded, analyst, reviewer):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     with CaptureQueriesContext(connection) as few:
         assert len(public.released_records("source")) == 10
     for index in range(15):
         create_source(analyst, f"SRC-MORE-{index}")
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
     with CaptureQueriesContext(connection) as many:
         assert len(public.released_records("source")) == 25
     assert len(many) == len(few) == 1
@@ -322,7 +323,7 @@ def test_released_records_query_count_is_flat(seeded, analyst, reviewer):
 
 def test_material_history_labels_each_change_with_its_release(seeded, analyst, reviewer):
     created = latest("case", "CP22-003")
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     intermediate = edit_case(analyst, "CP22-003", title="First edit")
     editorial_doc = record_document("case", "CP22-003")
     editorial_doc["summary"] += " (typo fixed)"
@@ -330,9 +331,9 @@ def test_material_history_labels_each_change_with_its_release(seeded, analyst, r
         user=analyst, key="CP22-003", document=editorial_doc, summary="Typo", material=False
     ).revision.number
     updated = edit_case(analyst, "CP22-003", title="Second edit")
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
     withdrawn = case_withdraw(user=analyst, key="CP22-003", summary="Withdrawn").revision.number
-    release_publish(user=reviewer, notes="3")
+    publish(reviewer, notes="3")
     unreleased = edit_case(analyst, "CP22-003", scope_note="Edited after withdrawal")
 
     history = public.material_history("case", "CP22-003", public=False)
@@ -373,7 +374,7 @@ def test_immutable_headers_only_for_released_revisions(seeded, reviewer, analyst
     from django.contrib.auth.models import AnonymousUser
     from django.http import HttpResponse
 
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     released = latest("case", "CP22-003")
     working = edit_case(analyst, "CP22-003", title="Working")
     response = HttpResponse("page")
@@ -400,7 +401,7 @@ def test_immutable_headers_only_for_released_revisions(seeded, reviewer, analyst
 
 
 def test_citation_text_names_record_revision_release_and_url(seeded, seed_bundle, reviewer):
-    release = release_publish(user=reviewer, notes="1")
+    release = publish(reviewer, notes="1")
     revision = public.released_revision("case", "CP22-003")
     document = json.loads(revision.snapshot)
     text = citation.citation_text(document, revision, release, base_url="https://kb.example/")
@@ -415,7 +416,7 @@ def test_citation_text_names_record_revision_release_and_url(seeded, seed_bundle
 
 def test_bibtex_escapes_latex_and_balances_braces(seeded, analyst, reviewer):
     edit_case(analyst, "CP22-003", title="50% of {caches} & $keys #1 under_score ~ ^ \\ done")
-    release = release_publish(user=reviewer, notes="1")
+    release = publish(reviewer, notes="1")
     revision = public.released_revision("case", "CP22-003")
     entry = citation.bibtex(json.loads(revision.snapshot), revision, release)
     assert entry.startswith(f"@misc{{claimsdb-CP22-003-r{revision.number},\n")
@@ -438,7 +439,7 @@ def test_bibtex_escapes_latex_and_balances_braces(seeded, analyst, reviewer):
 
 
 def test_csl_json_item(seeded, reviewer):
-    release = release_publish(user=reviewer, notes="1")
+    release = publish(reviewer, notes="1")
     revision = public.released_revision("case", "CP22-003")
     (item,) = json.loads(citation.csl_json(json.loads(revision.snapshot), revision, release))
     assert item["id"] == f"claimsdb-CP22-003-r{revision.number}"
@@ -458,7 +459,7 @@ def test_citation_keys_are_safe_for_every_kind():
 
 
 def test_citation_block_for_the_record_page(seeded, reviewer):
-    release = release_publish(user=reviewer, notes="1")
+    release = publish(reviewer, notes="1")
     document, number = access.visible_document(None, "case", "CP22-003")
     block = citation.citation_block("case", "CP22-003", document, number, base_url="https://x/")
     assert block["release"] == release

@@ -34,13 +34,14 @@ from claimsdb.records import RuleViolations, dumps_compact, record_document, sha
 from claimsdb.services import case_create, case_update, source_withdraw
 from claimsdb.services import releases as release_service
 from claimsdb.services.ledger import chain_hash
-from claimsdb.services.releases import release_plan, release_publish
+from claimsdb.services.releases import release_plan
 
 from .support import (
     api_client,
     case_doc,
     get_queries,
     new_case,
+    publish,
     queries_of,
     source_document,
 )
@@ -106,7 +107,7 @@ def publish_and_roll_back(user) -> int:
     """The queries of publishing a release now; nothing stays written."""
     with CaptureQueriesContext(connection) as queries:
         with pytest.raises(Rollback), transaction.atomic():
-            release_publish(user=user, notes="Measured")
+            publish(user, notes="Measured")
             raise Rollback
     return len(queries)
 
@@ -137,13 +138,13 @@ def test_publishing_after_a_release_costs_a_fixed_number_of_queries_per_batch(
 ):
     monkeypatch.setattr(release_service, "BATCH_SIZE", 25)
     bulk_sources(reviewer, "A", 50)
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     few = publish_and_roll_back_with_a_change(reviewer, analyst, "SRC-A-000000")
     bulk_sources(reviewer, "B", 50)  # two batches more: new records
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
     many = publish_and_roll_back_with_a_change(reviewer, analyst, "SRC-A-000001")
     bulk_sources(reviewer, "C", 50)
-    release_publish(user=reviewer, notes="3")
+    publish(reviewer, notes="3")
     most = publish_and_roll_back_with_a_change(reviewer, analyst, "SRC-A-000002")
     assert many - few == most - many
     assert 0 < many - few <= 2 * 8
@@ -170,10 +171,10 @@ def test_holding_cases_that_name_unreleased_ones_costs_a_fixed_number_of_queries
         assert plan.total == 0 and plan.waiting_count == 10 * (round_ + 1)
         plans.append(plan_queries())
         with pytest.raises(RuleViolations):  # nothing to publish: all of them wait
-            release_publish(user=reviewer, notes="Measured")
+            publish(reviewer, notes="Measured")
         with CaptureQueriesContext(connection) as queries:
             with pytest.raises(RuleViolations):
-                release_publish(user=reviewer, notes="Measured")
+                publish(reviewer, notes="Measured")
         counts.append(len(queries))
     assert plans[1] - plans[0] == plans[2] - plans[1]
     assert 0 < plans[1] - plans[0] <= 2 * 2 * 9  # two walks: the names, then the entries
@@ -186,7 +187,7 @@ def publish_and_roll_back_with_a_change(reviewer, analyst, key: str) -> int:
     with pytest.raises(Rollback), transaction.atomic():
         source_withdraw(user=analyst, key=key, summary="Withdrawn")
         with CaptureQueriesContext(connection) as queries:
-            release_publish(user=reviewer, notes="Measured")
+            publish(reviewer, notes="Measured")
         raise Rollback
     return len(queries)
 
@@ -210,16 +211,16 @@ def test_publishing_memory_is_bounded_by_the_batch(reviewer, monkeypatch):
     half unchanged, then three quarters of the 3,200."""
     monkeypatch.setattr(release_service, "BATCH_SIZE", 200)
     bulk_sources(reviewer, "S", 400)
-    release_publish(user=reviewer, notes="400 sources")
+    publish(reviewer, notes="400 sources")
     bulk_sources(reviewer, "T", 400)
     # warm up: imports, query compilation, the database driver's statement cache
     release_plan()
     publish_and_roll_back(reviewer)
     plan_small = traced_peak(release_plan)
-    publish_small = traced_peak(lambda: release_publish(user=reviewer, notes="800 sources"))
+    publish_small = traced_peak(lambda: publish(reviewer, notes="800 sources"))
     bulk_sources(reviewer, "U", 2400)
     plan_large = traced_peak(release_plan)
-    publish_large = traced_peak(lambda: release_publish(user=reviewer, notes="3,200 sources"))
+    publish_large = traced_peak(lambda: publish(reviewer, notes="3,200 sources"))
     assert ReleaseEntry.objects.filter(release__number=3).count() == 3200
     print(f"peak: plan {plan_small} -> {plan_large}, publish {publish_small} -> {publish_large}")
     assert plan_large <= 1.5 * plan_small, (plan_small, plan_large)
@@ -232,7 +233,7 @@ def test_the_preview_counts_every_entry_and_keeps_a_page_of_changes(reviewer, mo
     plan = release_plan(preview=25)
     assert plan.counts()["new"] == plan.changed_count == plan.total == 130
     assert [entry.key for entry in plan.changed] == [f"SRC-P-{index:06d}" for index in range(25)]
-    release = release_publish(user=reviewer, notes="All of them")
+    release = publish(reviewer, notes="All of them")
     keys = list(
         ReleaseEntry.objects.filter(release=release)
         .order_by("record_key")
@@ -275,7 +276,7 @@ def test_dry_run_lists_every_change(reviewer, monkeypatch, capsys):
 
 def test_a_page_of_released_records_costs_the_same_at_any_size(reviewer):
     bulk_sources(reviewer, "R", 60)
-    release_publish(user=reviewer, notes="60")
+    publish(reviewer, notes="60")
 
     def second_page() -> tuple[int, list[str]]:
         with CaptureQueriesContext(connection) as queries:
@@ -286,7 +287,7 @@ def test_a_page_of_released_records_costs_the_same_at_any_size(reviewer):
     few, keys = second_page()
     assert keys == [f"SRC-R-{index:06d}" for index in range(20, 40)]
     bulk_sources(reviewer, "Q", 240)
-    release_publish(user=reviewer, notes="300")
+    publish(reviewer, notes="300")
     many, _ = second_page()
     assert few == many == 2  # the count, the page
 
@@ -294,7 +295,7 @@ def test_a_page_of_released_records_costs_the_same_at_any_size(reviewer):
 def test_an_api_page_of_released_records_costs_the_same_at_any_size(reviewer):
     client = APIClient()
     bulk_sources(reviewer, "R", 60)
-    release_publish(user=reviewer, notes="60")
+    publish(reviewer, notes="60")
 
     urls = [
         "/api/v1/sources/?page=2&page_size=20",
@@ -303,7 +304,7 @@ def test_an_api_page_of_released_records_costs_the_same_at_any_size(reviewer):
     ]
     few = [get_queries(client, url) for url in urls]
     bulk_sources(reviewer, "Q", 240)
-    release_publish(user=reviewer, notes="300")
+    publish(reviewer, notes="300")
     assert [get_queries(client, url) for url in urls] == few
     body = client.get("/api/v1/sources/?kind=dataset&ordering=-title&page_size=3").json()
     assert body["count"] == 150
@@ -314,13 +315,13 @@ def test_an_api_page_of_released_records_costs_the_same_at_any_size(reviewer):
 def test_the_public_set_is_the_latest_release_and_keeps_drafts_at_their_revision(
     seeded, analyst, reviewer
 ):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     released = public.released_revision("case", "CP22-002").number
     document = record_document("case", "CP22-002")
     document.update(status="draft", summary="Back to draft")
     case_update(user=analyst, key="CP22-002", document=document, summary="Draft")
     source_withdraw(user=analyst, key="SRC-SGLANG-PR-39229", summary="Withdrawn")
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
     records = public.released_records("case")
     assert [(r.key, r.revision.number) for r in records][0] == ("CP22-002", released)
     sources = public.released_records("source")
@@ -334,9 +335,9 @@ def test_the_public_set_is_the_latest_release_and_keeps_drafts_at_their_revision
 
 
 def test_the_migration_back_fills_what_publishing_records(seeded, analyst, reviewer):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     source_withdraw(user=analyst, key="SRC-SGLANG-PR-39229", summary="Withdrawn")
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
 
     def recorded():
         return (
@@ -412,7 +413,7 @@ def varied(seeded, seed_bundle, analyst, reviewer):
             assessments=assessments,
         )
         case_create(user=reviewer, document=document, summary="Variant")
-    release_publish(user=reviewer, notes="Everything")
+    publish(reviewer, notes="Everything")
 
 
 QUERIES = [

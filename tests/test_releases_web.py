@@ -12,7 +12,6 @@ from django.core.management import call_command
 from claimsdb import public
 from claimsdb.models import Release, ReleaseEntry
 from claimsdb.services import source_create
-from claimsdb.services.releases import release_publish
 
 from .support import (
     api_client,
@@ -22,6 +21,7 @@ from .support import (
     get_queries,
     latest,
     parse_bibtex,
+    publish,
     signed_in,
     source_document,
 )
@@ -33,7 +33,7 @@ ATOM = "{http://www.w3.org/2005/Atom}"
 
 @pytest.fixture
 def released(seeded, reviewer) -> Release:
-    return release_publish(user=reviewer, notes="First public release\nof the seed.")
+    return publish(reviewer, notes="First public release\nof the seed.")
 
 
 # --- pages ---------------------------------------------------------------------------------
@@ -56,7 +56,7 @@ def test_release_list_shows_the_publish_link_to_reviewers(released, reviewer):
 def test_anonymous_reads_what_a_release_changed(released, analyst, reviewer, client):
     first = latest("case", "CP22-003")
     second = edit_case(analyst, "CP22-003", title="A clearer title")
-    release_publish(user=reviewer, notes="Second")
+    publish(reviewer, notes="Second")
     response = client.get("/releases/2/")
     assert response.status_code == 200
     html = response.content.decode()
@@ -84,7 +84,7 @@ def test_release_pages_query_counts_are_flat(released, analyst, reviewer, client
             document=source_document(f"SRC-MORE-{index}", title=f"More {index}"),
             summary="More",
         )
-        release_publish(user=reviewer, notes=f"Release {index + 2}")
+        publish(reviewer, notes=f"Release {index + 2}")
     assert count("/releases/") == list_before
     # release 2 and release 6 both list changed and unchanged records, 6 more of them
     assert count("/releases/6/") == count("/releases/2/")
@@ -92,7 +92,7 @@ def test_release_pages_query_counts_are_flat(released, analyst, reviewer, client
 
 def test_the_feed_is_atom_and_links_each_release(released, reviewer, analyst, client):
     edit_case(analyst, "CP22-003", title="Changed")
-    release_publish(user=reviewer, notes="Second")
+    publish(reviewer, notes="Second")
     response = client.get("/releases/feed.atom")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("application/atom+xml")

@@ -23,10 +23,9 @@ from claimsdb import replicas
 from claimsdb.models import Case
 from claimsdb.records import record_document
 from claimsdb.services import bundle_load, case_update
-from claimsdb.services.releases import release_publish
 from claimsdb.settings import database_from_url
 
-from .support import signed_in, token_client
+from .support import publish, signed_in, token_client
 
 REPLICA_URL = os.environ.get("CLAIMSDB_TEST_REPLICA_URL", "")
 CASE = "CP22-003"
@@ -110,7 +109,7 @@ def _pause_replay() -> None:
 
 def _released_seed(reviewer, seed_bundle) -> None:
     bundle_load(user=reviewer, bundle=copy.deepcopy(seed_bundle), summary="Seed")
-    release_publish(user=reviewer, notes="Release 1")
+    publish(reviewer, notes="Release 1")
 
 
 def _retitle(user, title: str, *, publish_as=None) -> None:
@@ -118,7 +117,7 @@ def _retitle(user, title: str, *, publish_as=None) -> None:
     document["title"] = title
     case_update(user=user, key=CASE, document=document, summary="Retitle")
     if publish_as is not None:
-        release_publish(user=publish_as, notes=f"Publish {title}")
+        publish(publish_as, notes=f"Publish {title}")
 
 
 def _reads(client: Client, path: str):

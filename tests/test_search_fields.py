@@ -9,9 +9,8 @@ from django.contrib.auth.models import User
 from claimsdb import search
 from claimsdb.models import SearchEntry
 from claimsdb.services import record_create
-from claimsdb.services.releases import release_publish
 
-from .support import get_queries, new_case, signed_in, text_of
+from .support import get_queries, new_case, publish, signed_in, text_of
 
 CASE = "CP23-001"
 SOURCE = "SRC-OPENAI-2023-03-POSTMORTEM"
@@ -103,7 +102,7 @@ def test_the_page_names_the_field(incident, viewer):
 
 def test_released_entries_hold_the_same_fields(incident, reviewer):
     assert found("asyncio", released=True) == {}
-    release_publish(user=reviewer, notes="With the incident")
+    publish(reviewer, notes="With the incident")
     assert found("asyncio", released=True).get(("case", CASE)) == "tags"
     assert found("OpenAI", released=True).get(("source", SOURCE)) == "publisher"
 

@@ -44,9 +44,8 @@ from claimsdb.records.batched import case_documents
 from claimsdb.records.kinds import CASE
 from claimsdb.rules.context import DocumentContext, case_context
 from claimsdb.services import bundle_load
-from claimsdb.services.releases import release_publish
 
-from .support import ROOT, SEED_PATH, case_doc, make_user, queries_of
+from .support import ROOT, SEED_PATH, case_doc, make_user, publish, queries_of
 
 pytestmark = pytest.mark.django_db
 
@@ -119,7 +118,7 @@ def test_export_is_byte_identical_at_any_batch_size(seeded, reviewer, tmp_path, 
     out = tmp_path / "export.json"
     call_command("export_records", out=str(out), batch_size=size, stderr=io.StringIO())
     assert out.read_text(encoding="utf-8") == SEED_PATH.read_text(encoding="utf-8")
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     call_command("export_records", release=1, out=str(out), batch_size=size, stderr=io.StringIO())
     assert out.read_text(encoding="utf-8") == SEED_PATH.read_text(encoding="utf-8")
 
@@ -274,12 +273,12 @@ def commands(tmp_path) -> dict[str, Callable[[], object]]:
 def test_memory_follows_the_batch_size_not_the_records(seeded, seed_bundle, reviewer, tmp_path):
     small, large = 20, 80
     add_cases(reviewer, seed_bundle, 1, small)
-    release_publish(user=reviewer, notes="small")
+    publish(reviewer, notes="small")
     for command in commands(tmp_path).values():
         command()  # imports and caches warmed up
     small_peaks = {name: peak(command) for name, command in commands(tmp_path).items()}
     add_cases(reviewer, seed_bundle, 1 + small, large - small)
-    release_publish(user=reviewer, notes="large")
+    publish(reviewer, notes="large")
     large_peaks = {name: peak(command) for name, command in commands(tmp_path).items()}
     assert Case.objects.count() == large + 2
     for name in small_peaks:
@@ -308,7 +307,7 @@ def test_queries_per_batch_are_fixed(seeded, seed_bundle, reviewer, tmp_path):
         # the seed's two cases and ours make whole batches
         add_cases(reviewer, seed_bundle, added + 1, batches * BATCH - 2 - added)
         added = batches * BATCH - 2
-        release_publish(user=reviewer, notes=str(batches))
+        publish(reviewer, notes=str(batches))
         for name, command in commands(tmp_path).items():
             counts[name].append(queries_of(command))
     for name, (one, two, three) in counts.items():
@@ -328,7 +327,7 @@ def test_queries_per_batch_are_fixed(seeded, seed_bundle, reviewer, tmp_path):
     ],
 )
 def test_progress_only_on_a_terminal(seeded, reviewer, tmp_path, name, options):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     options = {**options, "out": str(tmp_path / "x.json")} if name == "export_records" else options
     out, err = io.StringIO(), io.StringIO()
     call_command(name, stdout=out, stderr=err, **options)
@@ -390,7 +389,7 @@ def test_a_batch_size_below_one_is_refused(db):
 
 
 def test_the_release_download_is_the_release_export_streamed(seeded, reviewer, tmp_path, client):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     response = client.get("/api/v1/releases/1/bundle.json")
     assert response.streaming
     assert json.loads(b"".join(response.streaming_content)) == json.loads(

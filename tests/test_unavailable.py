@@ -12,9 +12,8 @@ from django.db import OperationalError, connection, connections
 from django.test import Client
 
 from claimsdb import replicas
-from claimsdb.services.releases import release_publish
 
-from .support import body, run_in_thread, signed_in, token_client
+from .support import body, publish, run_in_thread, signed_in, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -151,7 +150,7 @@ def dead_replica(dead_replica_alias, settings):
 def test_when_a_replica_dies_no_read_fails(
     roles_kept, seeded, reviewer, dead_replica, first, caplog
 ):
-    release_publish(user=reviewer, notes="Release 1")
+    publish(reviewer, notes="Release 1")
     visitor = Client(raise_request_exception=False)
     first_response = visitor.get(first)
     assert first_response.status_code == 200, first
@@ -174,7 +173,7 @@ def test_when_a_replica_dies_no_read_fails_under_the_asgi_server(
 
     from .test_asgi import Exchange, serve
 
-    release_publish(user=reviewer, notes="Release 1")
+    publish(reviewer, notes="Release 1")
     handler = asgi.ClaimsdbASGIHandler()
 
     async def read(path: str) -> int:

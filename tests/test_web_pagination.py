@@ -13,11 +13,10 @@ from claimsdb.importers.repro_results import ResultsImporter
 from claimsdb.models import ImportReport, Revision
 from claimsdb.records import record_document
 from claimsdb.services import record_create, record_update
-from claimsdb.services.releases import release_publish
 from claimsdb.web import pagination
 
 from .repro_examples import VALID_SMALL
-from .support import make_case, signed_in
+from .support import make_case, publish, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -132,7 +131,7 @@ def test_one_page_shows_the_count_and_no_links(seeded, viewer):
 
 
 def test_public_case_list_pages_released_cases(more_cases, reviewer, client):
-    release_publish(user=reviewer, notes="Paging")
+    publish(reviewer, notes="Paging")
     make_case(reviewer, "PG-4", claims=1, links=1)  # not released
     pages, counts = walk(client, "/cases/", CASE_ITEM)
     assert_paged(pages, CASE_KEYS)
@@ -155,7 +154,7 @@ def test_source_list_pages_working_and_released(seeded, reviewer, viewer, client
     issues = sorted(s["key"] for s in seeded["sources"] if s["kind"] == "upstream_issue")
     pages, _ = walk(signed_in(viewer), "/sources/?kind=upstream_issue", SOURCE_ITEM)
     assert_paged(pages, issues)
-    release_publish(user=reviewer, notes="Paging")
+    publish(reviewer, notes="Paging")
     pages, _ = walk(client, "/sources/", SOURCE_ITEM)
     assert_paged(pages, keys)
     pages, counts = walk(client, "/sources/?kind=upstream_issue", SOURCE_ITEM)
@@ -182,7 +181,7 @@ def test_rule_and_method_lists_page(more_records, reviewer, viewer, client, url,
     pages, counts = walk(signed_in(viewer), url, item)
     assert_paged(pages, keys)
     assert counts[0].endswith(" · page 1 of 2") and counts[0].startswith("3 ")
-    release_publish(user=reviewer, notes="Paging")
+    publish(reviewer, notes="Paging")
     pages, _ = walk(client, url, item)
     assert_paged(pages, keys)
 
@@ -216,7 +215,7 @@ def test_public_history_pages(seeded, analyst, reviewer, client):
         document = record_document("case", "CP22-003")
         document["summary"] = f"Released edit {n}"
         record_update(kind="case", key="CP22-003", document=document, user=analyst, summary="e")
-        release_publish(user=reviewer, notes=f"Release {n}")
+        publish(reviewer, notes=f"Release {n}")
     pages, counts = walk(client, "/cases/CP22-003/history/", r"<strong>Revision (\d+)</strong>")
     released = [
         n
@@ -234,7 +233,7 @@ def test_release_list_and_a_release_entries_page(seeded, analyst, reviewer, clie
             document = record_document("case", "CP22-003")
             document["summary"] = f"For release {n + 1}"
             record_update(kind="case", key="CP22-003", document=document, user=analyst, summary="e")
-        release_publish(user=reviewer, notes=f"Release {n + 1}")
+        publish(reviewer, notes=f"Release {n + 1}")
     pages, counts = walk(client, "/releases/", r'<a href="/releases/(\d+)/">Release')
     assert_paged(pages, ["3", "2", "1"])
     assert counts[0] == "3 releases · page 1 of 2"

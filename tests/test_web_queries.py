@@ -6,9 +6,8 @@ from claimsdb import public
 from claimsdb.models import Revision
 from claimsdb.records import canonical, record_document
 from claimsdb.services import record_update
-from claimsdb.services.releases import release_publish
 
-from .support import get_queries, make_case, signed_in
+from .support import get_queries, make_case, publish, signed_in
 
 
 def numbers(key: str) -> list[int]:
@@ -66,7 +65,7 @@ def test_public_record_page_queries_do_not_grow_with_claims_and_links(seeded, re
     """Anonymous visitors read released snapshots: the same flat counts."""
     make_case(reviewer, "SMALL-1", claims=2, links=1)
     make_case(reviewer, "BIG-1", claims=40, links=3)
-    release_publish(user=reviewer, notes="For counting")
+    publish(reviewer, notes="For counting")
     for page in ("/cases/{}/", "/cases/{}/history/", "/cases/{}/record.json"):
         small = get_queries(client, page.format("SMALL-1"))
         big = get_queries(client, page.format("BIG-1"))
@@ -81,7 +80,7 @@ def test_public_record_page_queries_do_not_grow_with_claims_and_links(seeded, re
 
 
 def test_public_list_queries_do_not_grow_with_cases(seeded, reviewer, client):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     pages = [
         "/cases/",
         "/cases/?tag=rdma&a.setting=research_demonstration",
@@ -94,7 +93,7 @@ def test_public_list_queries_do_not_grow_with_cases(seeded, reviewer, client):
     few = {page: get_queries(client, page) for page in pages}
     for n in range(6):
         make_case(reviewer, f"MANY-{n}", claims=5, links=3)
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
     many = {page: get_queries(client, page) for page in pages}
     assert few == many
     assert "MANY-5" in client.get("/cases/").content.decode()
@@ -125,7 +124,7 @@ def grow(user, first: int, cases: int, edits: int) -> int:
     for n in range(edits):
         edit(user, "CP22-003", f"Edit {first}-{n}")
     edit(user, f"PAGED-{first}", "Changed for the release")
-    return release_publish(user=user, notes=f"From {first}").number
+    return publish(user, notes=f"From {first}").number
 
 
 def test_paged_list_queries_are_the_same_on_every_page_and_size(
@@ -136,7 +135,7 @@ def test_paged_list_queries_are_the_same_on_every_page_and_size(
     from claimsdb.web import pagination
 
     monkeypatch.setattr(pagination, "PAGE_SIZE", 2)
-    release_publish(user=reviewer, notes="Seed")
+    publish(reviewer, notes="Seed")
     small_release = grow(reviewer, 0, cases=3, edits=3)
     viewer_client = signed_in(viewer)
     viewer_client.get("/")
@@ -195,7 +194,7 @@ def test_the_public_case_list_reads_the_snapshots_of_its_page_alone(
     document = record_document("case", "MANY-3")
     document["tags"] = [*document["tags"], "only-on-the-last-page"]
     record_update(kind="case", key="MANY-3", document=document, user=reviewer, summary="Tag")
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     monkeypatch.setattr(pagination, "PAGE_SIZE", 2)
     parsed: list[str] = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from claimsdb.models import Revision
 
-from .support import signed_in, text_of
+from .support import publish, signed_in, text_of
 
 SECTIONS = [
     "Scope",
@@ -193,12 +193,10 @@ def test_controls_citing_sources_take_as_many_queries_however_many(seeded, analy
 def test_the_public_page_links_only_released_sources(seeded, analyst, reviewer):
     from django.test import Client
 
-    from claimsdb.services.releases import release_publish
-
     from .support import create_source
 
     set_controls(analyst, [CITING + " Also SRC-UNRELEASED-FIX."])
-    release_publish(user=reviewer, notes="Controls citing")
+    publish(reviewer, notes="Controls citing")
     create_source(analyst, "SRC-UNRELEASED-FIX")  # after the release: not published
     html = Client().get("/cases/CP22-003/").content.decode()
     block = controls_block(html)

@@ -14,9 +14,16 @@ from claimsdb.models import Claim, Revision
 from claimsdb.records import RuleViolations, record_document
 from claimsdb.selectors import revisions
 from claimsdb.services import claim_withdraw, record_create, record_update
-from claimsdb.services.releases import release_publish
 
-from .support import edit_form, field_block, get_queries, revision_count, signed_in, text_of
+from .support import (
+    edit_form,
+    field_block,
+    get_queries,
+    publish,
+    revision_count,
+    signed_in,
+    text_of,
+)
 
 CASE = "CP22-003"
 CLAIM = "CLM-CP22-003-A"
@@ -232,7 +239,7 @@ def test_claim_and_link_counts_leave_withdrawn_claims_out(analyst_client):
 
 def test_released_counts_leave_withdrawn_claims_out(seeded, analyst, reviewer, client):
     claim_withdraw(user=analyst, claim_id=CLAIM, summary="Withdraw", reason="Retracted.")
-    release_publish(user=reviewer, notes="With a withdrawn claim")
+    publish(reviewer, notes="With a withdrawn claim")
     assert "2 claims" in text_of(client.get("/cases/").content.decode())
     assert "cited by 3 evidence links" in text_of(client.get("/sources/").content.decode())
     cited = client.get(f"/sources/{SOURCE}/").content.decode()

@@ -22,10 +22,9 @@ from claimsdb.services import (
     record_withdraw,
     source_update,
 )
-from claimsdb.services.releases import release_publish
 from claimsdb.services.search_index import index_release_entries
 
-from .support import assert_inert, edit_case, get_queries, new_case, signed_in, text_of
+from .support import assert_inert, edit_case, get_queries, new_case, publish, signed_in, text_of
 
 
 def test_search_finds_cases_claims_and_sources(seeded, viewer):
@@ -139,7 +138,7 @@ def test_withdrawn_records_stay_in_the_working_search_and_leave_the_public_one(
 ):
     """Signed-in users find withdrawn records and claims, marked withdrawn, as every working
     list shows them; the public stops finding a record once a release withdraws it."""
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     assert ("case", "CP22-003") in hits("RDMA", released=True)
     claim_withdraw(user=analyst, claim_id="CLM-CP22-003-B", summary="gone")
     record_withdraw(user=reviewer, kind="case", key="CP22-003", summary="gone")
@@ -150,7 +149,7 @@ def test_withdrawn_records_stay_in_the_working_search_and_leave_the_public_one(
     assert "withdrawn" in text_of(html.split('id="h-results"', 1)[1])
     # the public sees the release until the next one
     assert ("case", "CP22-003") in hits("RDMA", released=True)
-    release_publish(user=reviewer, notes="2: withdrawals")
+    publish(reviewer, notes="2: withdrawals")
     assert ("case", "CP22-003") not in hits("RDMA", released=True)
     assert ("claim", "CLM-CP22-003-B") not in hits("Mooncake", released=True)
     assert hits("checksum", released=True) == []
@@ -159,7 +158,7 @@ def test_withdrawn_records_stay_in_the_working_search_and_leave_the_public_one(
 
 def test_released_search_finds_released_text_only(seeded, analyst, reviewer):
     assert hits("RDMA", released=True) == []
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     edit_case(analyst, "CP22-003", title="Zanzibar working title")
     assert ("case", "CP22-003") in hits("rdma  TRANSFERS", released=True)
     assert ("claim", "CLM-CP22-003-A") in hits("posted RDMA writes", released=True)
@@ -175,7 +174,7 @@ MARKER = "DRAFT-MARKER-7f3a"
 
 
 def test_the_public_never_sees_draft_text_in_search(seeded, analyst, reviewer, client, nobody):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     released_title = record_document("case", "CP22-003")["title"]
     draft = f"{MARKER} quokka RDMA draft"
     document = record_document("case", "CP22-003")
@@ -379,7 +378,7 @@ def test_a_results_page_runs_the_same_queries_at_two_sizes(
             ],
         )
         if released:
-            release_publish(user=reviewer, notes=f"{start}")
+            publish(reviewer, notes=f"{start}")
 
     visitor = client if released else signed_in(viewer)
     visitor.get("/")
@@ -393,11 +392,11 @@ def test_a_results_page_runs_the_same_queries_at_two_sizes(
 
 
 def test_an_unchanged_release_entry_is_not_reindexed(seeded, reviewer, analyst):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     document = record_document("case", "CP22-002")
     document["summary"] = "Wombat summary"
     record_update(kind="case", key="CP22-002", document=document, user=analyst, summary="s")
-    release = release_publish(user=reviewer, notes="2")
+    release = publish(reviewer, notes="2")
     entries = list(ReleaseEntry.objects.filter(release=release))
     assert {e.change for e in entries} == {"unchanged", "updated"}
     unchanged = [e for e in entries if e.change == "unchanged"]
@@ -408,7 +407,7 @@ def test_an_unchanged_release_entry_is_not_reindexed(seeded, reviewer, analyst):
 
 
 def test_the_migration_fills_the_index_as_the_write_path_does(seeded, reviewer, analyst):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     edit_case(analyst, "CP22-003", title="Zanzibar working title")
     fields = ("scope", "kind", "key", "case_key", "status", "source_kind", "title", "text")
 

@@ -32,6 +32,7 @@ from claimsdb.choices import (
 )
 from claimsdb.codes import DrfCode
 from claimsdb.models import (
+    Approval,
     Assessment,
     AssessmentMethod,
     Case,
@@ -353,6 +354,36 @@ class RevisionFilter(CaseRevisionFilter):
 
     class Meta:
         model = Revision
+        fields: list[str] = []
+
+    def filter_record(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        kind, _, key = value.partition(":")
+        if key and kind in RecordKind.values:
+            return queryset.filter(record_kind=kind, record_key=key)
+        return queryset.filter(record_key=value)
+
+
+class ApprovalFilter(filters.FilterSet):
+    """The approvals feed: by record, record kind, reviewer, and ``since``."""
+
+    since = IntegerFilter(
+        field_name="number",
+        lookup_expr="gt",
+        min_value=0,
+        max_value=MAX_INT,
+        help_text="only approvals numbered above this one (for syncing: pass the last "
+        "approval number you hold; results are in ascending order)",
+    )
+    record = filters.CharFilter(
+        method="filter_record", help_text="one record: kind:key (case:CP22-003)"
+    )
+    kind = filters.ChoiceFilter(field_name="record_kind", choices=RecordKind.choices)
+    reviewer = filters.CharFilter(
+        field_name="reviewer__username", help_text="the reviewer's username"
+    )
+
+    class Meta:
+        model = Approval
         fields: list[str] = []
 
     def filter_record(self, queryset: QuerySet, name: str, value: str) -> QuerySet:

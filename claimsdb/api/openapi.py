@@ -223,8 +223,12 @@ def ledger_components() -> dict[str, Any]:
     return {
         "Revision": {
             "type": "object",
-            "description": "One change to one record in the ledger.",
-            "properties": revision_properties,
+            "description": "One change to one record in the ledger; in the feeds, with its "
+            "approval (null until a reviewer approves it: docs/review.md).",
+            "properties": {
+                **revision_properties,
+                "approval": {"anyOf": [ref("Approval"), {"type": "null"}]},
+            },
             "required": list(revision_properties),
         },
         "RevisionDetail": {
@@ -279,6 +283,74 @@ def ledger_components() -> dict[str, Any]:
             },
             "required": ["revision"],
             "additionalProperties": False,
+        },
+        "Approval": {
+            "type": "object",
+            "description": "A reviewer's approval of a record at a revision (docs/review.md)",
+            "properties": {
+                "number": {"type": "integer", "description": "the approval's number"},
+                "record_kind": {"type": "string", "enum": record_kinds.names()},
+                "record_key": {"type": "string"},
+                "revision": {"type": "integer", "description": "the revision approved"},
+                "since_revision": {
+                    "type": ["integer", "null"],
+                    "description": "the record's previous approved revision",
+                },
+                "reviewer": {"type": "string"},
+                "created_at": {"type": "string", "format": "date-time"},
+                "note": {"type": "string"},
+                "self_approved": {"type": "boolean"},
+                "status": {"type": "string"},
+                "previous_hash": {"type": "string"},
+                "chain_hash": {"type": "string"},
+            },
+            "required": [
+                "number",
+                "record_kind",
+                "record_key",
+                "revision",
+                "since_revision",
+                "reviewer",
+                "created_at",
+                "note",
+                "self_approved",
+                "status",
+                "previous_hash",
+                "chain_hash",
+            ],
+        },
+        "ApprovalRequest": {
+            "type": "object",
+            "properties": {
+                "revision": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "the record's latest revision: the one whose diff you read",
+                },
+                "note": {"type": "string"},
+            },
+            "required": ["revision"],
+        },
+        "ApprovalReview": {
+            "type": "object",
+            "properties": {
+                "record_kind": {"type": "string"},
+                "record_key": {"type": "string"},
+                "awaiting_review": {"type": "boolean"},
+                "review": {
+                    "type": "object",
+                    "properties": {
+                        "approved_revision": {"type": ["integer", "null"]},
+                        "latest_revision": {"type": ["integer", "null"]},
+                        "revisions": {"type": "array", "items": {"type": "integer"}},
+                        "authors": {"type": "array", "items": {"type": "string"}},
+                        "material": {"type": "boolean"},
+                        "changes": {"type": "array", "items": ref("Change")},
+                    },
+                },
+                "approvals": {"type": "array", "items": ref("Approval")},
+            },
+            "required": ["record_kind", "record_key", "awaiting_review", "review", "approvals"],
         },
         "TokenRequest": {
             "type": "object",

@@ -26,9 +26,11 @@ from claimsdb.access import may_read_working_state, visible_revision_number, vis
 from claimsdb.codes import RevisionCode
 from claimsdb.models import Revision
 from claimsdb.records import RecordNotFound, RuleViolation, canonical, diff
+from claimsdb.selectors.approvals import approvals_of_revisions
 from claimsdb.services import revision_revert
 
 from . import filters
+from .approval_views import approval_summary
 from .common import (
     DocumentJSONParser,
     NoFormSerializer,
@@ -100,7 +102,19 @@ class RevisionListView(RefuseNul, mixins.ListModelMixin, GenericAPIView):
 
     def get(self, request: Request, **kwargs) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response([revision_summary(r) for r in page])
+        # each revision with its approval, if it has one (one query for the page): a mirror
+        # follows who reviewed what (docs/review.md; new approvals of old revisions come
+        # in /approvals/?since=)
+        approvals = approvals_of_revisions(revision.pk for revision in page)
+        return self.get_paginated_response(
+            [
+                {
+                    **revision_summary(r),
+                    "approval": approval_summary(approvals[r.pk]) if r.pk in approvals else None,
+                }
+                for r in page
+            ]
+        )
 
 
 @schema.CASE_REVISIONS

@@ -8,7 +8,8 @@ rather than the site's HTML page.
 
 from django.urls import path, register_converter
 
-from . import auth_views, docs_views, review_views, revision_views, views
+from . import approval_views, auth_views, docs_views, review_views, revision_views, views
+from .approval_views import RECORD_APPROVAL_VIEWS
 
 
 class AnyKeyConverter:
@@ -33,6 +34,21 @@ urlpatterns = [
     path("docs/", docs_views.SwaggerView.as_view(), name="docs"),
     path("redoc/", docs_views.redoc, name="redoc"),
     # cases, with their claims, history, diffs and reverts
+    # before the records' own URLs: a method's key holds slashes
+    *[
+        path(
+            f"{plural}/<key:key>/approvals/",
+            RECORD_APPROVAL_VIEWS[kind].as_view(),
+            name=f"{kind}-approvals",
+        )
+        for kind, plural in (
+            ("case", "cases"),
+            ("source", "sources"),
+            ("rule", "rules"),
+            ("method", "methods"),
+        )
+    ],
+    path("approvals/", approval_views.ApprovalListView.as_view(), name="approval-list"),
     path("cases/", views.CaseListView.as_view(), name="case-list"),
     path("cases/<key:key>/claims/", views.CaseClaimsView.as_view(), name="case-claims"),
     path(

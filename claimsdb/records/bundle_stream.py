@@ -21,7 +21,7 @@ import ijson
 from claimsdb.codes import DocumentCode
 
 from . import schema
-from .errors import RuleViolation, RuleViolations
+from .errors import RuleViolation, RuleViolations, unknown_bundle_field
 from .jsontext import StreamedObject, problems_of
 from .kinds import record_kinds
 
@@ -293,11 +293,7 @@ def _outline_problems(fmt: Any, top_level: dict[str, str]) -> list[RuleViolation
     problems = []
     for name in top_level:
         if name != "format" and name not in _LISTS:
-            problems.append(
-                RuleViolation(
-                    DocumentCode.UNKNOWN_FIELD, f"{name!r} is not a field of a bundle", name
-                )
-            )
+            problems.append(unknown_bundle_field(name))
     for name in _LISTS:
         if name not in top_level:
             problems.append(

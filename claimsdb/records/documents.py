@@ -13,7 +13,7 @@ from claimsdb.codes import DocumentCode
 from claimsdb.limits import DOCUMENT_MAX_BYTES
 
 from . import jsontext, schema
-from .errors import RuleViolation, RuleViolations
+from .errors import RuleViolation, RuleViolations, unknown_bundle_field
 from .kinds import record_kinds
 
 
@@ -116,11 +116,7 @@ def parse_bundle(raw: Any) -> dict[str, list[dict[str, Any]]]:
     lists = {}
     for name in raw:
         if name != "format" and record_kinds.by_plural(name) is None:
-            problems.append(
-                RuleViolation(
-                    DocumentCode.UNKNOWN_FIELD, f"{name!r} is not a field of a bundle", name
-                )
-            )
+            problems.append(unknown_bundle_field(name))
     for entry in record_kinds.in_write_order():
         name = entry.plural
         items = raw.get(name)

@@ -10,6 +10,7 @@ from django.conf import settings
 from claimsdb.codes import (
     REGISTERED,
     ApprovalCode,
+    DocumentCode,
     PermissionCode,
     RecordCode,
     RevisionCode,
@@ -120,6 +121,19 @@ class StaleApproval(StaleRevision):
             )
         ]
         Exception.__init__(self, "; ".join(str(v) for v in self.violations))
+
+
+def unknown_bundle_field(name: str) -> RuleViolation:
+    """A bundle's top-level field that is not a list of records. ``approvals`` is refused
+    with a code of its own: approvals are not loaded (docs/review.md, "Bundles")."""
+    if name == "approvals":
+        return RuleViolation(
+            ApprovalCode.NOT_IN_BUNDLE,
+            "a bundle carries records, not approvals: load the records, then a reviewer "
+            "other than their author approves them (the API, the web or manage.py approve)",
+            name,
+        )
+    return RuleViolation(DocumentCode.UNKNOWN_FIELD, f"{name!r} is not a field of a bundle", name)
 
 
 class RecordNotFound(Exception):

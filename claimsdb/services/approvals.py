@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -167,14 +168,20 @@ class PendingOutcome:
 
 
 def approve_pending(
-    *, user: User, note: str = "", kinds: list[str] | None = None, batch_size: int = 500
+    *,
+    user: User,
+    note: str = "",
+    kinds: list[str] | None = None,
+    records: Collection[tuple[str, str]] | None = None,
+    batch_size: int = 500,
 ) -> PendingOutcome:
     """Approve the latest revision of every record that has revisions after its latest
-    approved one, as ``user``: what loading a reviewed bundle (the seed, ``load_records
-    --approve-as``) and ``manage.py approve --all`` do. Four eyes applies to each record as
-    to ``approve``: a record whose range holds a change of ``user`` is left (and listed)
-    when it is on, self-approved when it is off. One transaction under the ledger lock;
-    the records are read kind by kind in key order, ``batch_size`` at a time."""
+    approved one (of ``kinds``, or only the named ``records``), as ``user``: what loading a
+    reviewed bundle (the seed, ``load_records --approve-as``) and ``manage.py approve
+    --all`` do. Four eyes applies to each record as to ``approve``: a record whose range
+    holds a change of ``user`` is left (and listed) when it is on, self-approved when it is
+    off. One transaction under the ledger lock; the records are read kind by kind in key
+    order, ``batch_size`` at a time."""
     note = (note or "").strip()
     outcome = PendingOutcome([], [])
     with transaction.atomic():
@@ -182,6 +189,12 @@ def approve_pending(
         require_role(user, "reviewer", "approving revisions")
         for kind in record_kinds:
             if kinds is not None and kind.name not in kinds:
+                continue
+            if records is not None:
+                named = sorted(key for name, key in records if name == kind.name)
+                for start in range(0, len(named), batch_size):
+                    keys = named[start : start + batch_size]
+                    _approve_batch(head, kind.name, keys, user, note, outcome)
                 continue
             after = ""
             while True:

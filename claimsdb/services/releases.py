@@ -1,5 +1,9 @@
 """Publishing releases (docs/releases.md): what the public sees, one entry per record.
 
+A release publishes what was reviewed (docs/review.md): every rule below speaks of each
+record's latest *approved* revision and the status of its document, never of the working
+state. Revisions after it wait for approval (the preview lists them, ``AwaitingReview``).
+
 A release is the complete public view of the knowledge base at one moment: it has an entry
 for every record the public can see, so the latest release alone answers "what is public".
 Each entry points at the revision the public sees and says how it changed against the
@@ -8,7 +12,7 @@ previous release:
 * a publishable record — one in its kind's ``published_status`` (records/kinds.py): a
   case whose status is ``ready``; a source, scope rule or assessment method whose status
   is ``active`` (they have no review step, so being active is their "ready") — is
-  published at its latest revision: ``new`` if it was never released, ``updated`` if the
+  published at its latest approved revision: ``new`` if it was never released, ``updated`` if the
   public saw an older revision, ``unchanged`` otherwise;
 * a withdrawn record that was released before is published at its latest (withdrawal)
   revision: ``withdrawn`` the first time, ``updated``/``unchanged`` afterwards. A record
@@ -37,14 +41,15 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Max, Subquery
+from django.db.models import Count, F, Max, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from claimsdb import release_facets
 from claimsdb.choices import CaseStatus
 from claimsdb.codes import ReleaseCode
 from claimsdb.models import (
-    Case,
+    Approval,
     Figure,
     Release,
     ReleaseChange,
@@ -101,6 +106,27 @@ class Waiting:
         )
 
 
+@dataclass(frozen=True)
+class AwaitingReview:
+    """A record whose latest revisions wait for approval: the release publishes its latest
+    approved revision (``approved``; None: none yet, so it has none) and not the ``count``
+    revisions after it, up to ``latest``."""
+
+    kind: str
+    key: str
+    approved: int | None
+    latest: int
+    count: int
+
+    @property
+    def message(self) -> str:
+        since = f"since the approved revision {self.approved}" if self.approved else "so far"
+        return (
+            f"{self.count} change{'s' if self.count != 1 else ''} {since} (up to revision "
+            f"{self.latest}), awaiting review"
+        )
+
+
 @dataclass
 class ReleasePlan:
     """What publishing now would record: the next number, how many entries of each change,
@@ -117,11 +143,22 @@ class ReleasePlan:
     # the records that wait for a case they name (the first ``PREVIEW_SIZE``), and how many
     waiting: list[Waiting] = field(default_factory=list)
     waiting_count: int = 0
+    # the records with revisions awaiting review (the first ``PREVIEW_SIZE``), how many,
+    # and how many revisions they hold back in all
+    awaiting: list[AwaitingReview] = field(default_factory=list)
+    awaiting_count: int = 0
+    awaiting_revisions: int = 0
 
     def wait(self, waiting: Waiting) -> None:
         if len(self.waiting) < PREVIEW_SIZE:
             self.waiting.append(waiting)
         self.waiting_count += 1
+
+    def await_review(self, awaiting: AwaitingReview) -> None:
+        if len(self.awaiting) < PREVIEW_SIZE:
+            self.awaiting.append(awaiting)
+        self.awaiting_count += 1
+        self.awaiting_revisions += awaiting.count
 
     def counts(self) -> dict[str, int]:
         return dict(self.change_counts)
@@ -159,7 +196,7 @@ def release_plan(*, preview: int | None = None, preview_offset: int = 0) -> Rele
         last_revision=Revision.objects.aggregate(last=Max("number"))["last"] or 0,
         preview_offset=preview_offset,
     )
-    for batch in planned_batches(previous, plan.wait):
+    for batch in planned_batches(previous, plan.wait, plan.await_review):
         for entry in batch:
             plan.add(entry, preview)
     return plan
@@ -167,11 +204,12 @@ def release_plan(*, preview: int | None = None, preview_offset: int = 0) -> Rele
 
 def planned_entries(
     on_wait: Callable[[Waiting], None] | None = None,
+    on_review: Callable[[AwaitingReview], None] | None = None,
 ) -> Iterator[PlannedEntry]:
     """Every entry publishing now would record, in listing order, read batch by batch
-    (``publish_release --dry-run`` prints the changed ones as they come, and what waits:
-    ``on_wait``)."""
-    for batch in planned_batches(latest_release(), on_wait):
+    (``publish_release --dry-run`` prints the changed ones as they come, what waits:
+    ``on_wait``, and what awaits review: ``on_review``)."""
+    for batch in planned_batches(latest_release(), on_wait, on_review):
         yield from batch
 
 
@@ -273,13 +311,15 @@ def index_released_revisions(revision_ids: list[int]) -> None:
 def _nothing_changed(previous: Release | None) -> RuleViolation:
     if previous is None:
         message = (
-            "there is nothing to publish: no case is ready and no source, scope rule or "
-            "assessment method is active"
+            "there is nothing to publish: no approved revision of a case is ready and none "
+            "of a source, scope rule or assessment method is active (changes awaiting "
+            "review are not published: docs/review.md)"
         )
     else:
         message = (
             f"nothing has changed since release {previous.number}: no record has a new "
-            "ready (or active) revision and none was withdrawn; a release would repeat it"
+            "approved ready (or active) revision and none was withdrawn; a release would "
+            "repeat it (changes awaiting review are not published: docs/review.md)"
         )
     return RuleViolation(ReleaseCode.NOTHING_CHANGED, message, "")
 
@@ -303,7 +343,9 @@ class _Released:
 
 
 def planned_batches(
-    previous: Release | None, on_wait: Callable[[Waiting], None] | None = None
+    previous: Release | None,
+    on_wait: Callable[[Waiting], None] | None = None,
+    on_review: Callable[[AwaitingReview], None] | None = None,
 ) -> Iterator[list[PlannedEntry]]:
     """The entries of the release following ``previous``, ``BATCH_SIZE`` records at a time,
     kind by kind in listing order (``record_kinds``) and by key: a fixed number of queries
@@ -313,13 +355,15 @@ def planned_batches(
     The records are walked through their rows (keyset over the unique key index: records
     are never deleted, so every record with revisions or a previous entry has one), and
     ``previous``'s entries are taken in the same key range, so each record is met once.
-    ``on_wait`` is told of each record that waits for a case it names (``Waiting``).
+    ``on_wait`` is told of each record that waits for a case it names (``Waiting``), and
+    ``on_review`` of each record with revisions awaiting review (``AwaitingReview``: one
+    more query per batch, only when it is given).
     """
     held = _held_cases(previous)
     tell = on_wait or (lambda waiting: None)
     for record_kind in record_kinds:
         kind = record_kind.name
-        for rows in _kind_batches(kind, previous):
+        for rows in _kind_batches(kind, previous, on_review):
             batch = []
             for key, latest, released, status in rows:
                 if kind == "case" and key in held:
@@ -339,26 +383,38 @@ def planned_batches(
 _Row = tuple[str, "_Latest | None", "_Released | None", str | None]
 
 
-def _kind_batches(kind: str, previous: Release | None) -> Iterator[list[_Row]]:
+def _kind_batches(
+    kind: str,
+    previous: Release | None,
+    on_review: Callable[[AwaitingReview], None] | None = None,
+) -> Iterator[list[_Row]]:
     """The records of ``kind`` in key order, ``BATCH_SIZE`` at a time, each with its latest
-    revision, ``previous``'s entry and its status. Three queries per batch."""
+    approved revision, ``previous``'s entry and the status of the approved revision's
+    document (None: none approved). Three queries per batch, and two for ``on_review``
+    (told of each record whose latest revision is not approved)."""
     model = record_kinds.get(kind).model
     after = ""
     while True:
         rows = list(
             model._default_manager.filter(key__gt=after)
             .order_by("key")
-            .values_list("key", "status")[:BATCH_SIZE]
+            .values_list("key", flat=True)[:BATCH_SIZE]
         )
         # a full batch ends at its last key (in the database's order); a short one is the
         # kind's last
-        upto = rows[-1][0] if len(rows) == BATCH_SIZE else None
-        statuses = dict(rows)
-        latest = _latest_revisions(kind, list(statuses), after, upto)
+        upto = rows[-1] if len(rows) == BATCH_SIZE else None
+        approved = _approved_revisions(kind, rows, after, upto)
         released = _previous_entries(previous, kind, after, upto)
+        if on_review is not None:
+            _awaiting_review(kind, rows, after, upto, approved, on_review)
         yield [
-            (key, latest.get(key), released.get(key), statuses.get(key))
-            for key in sorted(set(statuses) | set(released))
+            (
+                key,
+                approved[key][0] if key in approved else None,
+                released.get(key),
+                approved[key][1] if key in approved else None,
+            )
+            for key in sorted(set(rows) | set(released))
         ]
         if upto is None:
             break
@@ -486,11 +542,10 @@ def _plans_of(
     previous: Release | None, keys: set[str]
 ) -> dict[str, tuple[PlannedEntry | None, _Released | None]]:
     """How the release plans the named cases (before holding any): their entries and
-    previous entries. Three queries."""
+    previous entries. Two queries."""
     if not keys:
         return {}
-    statuses = dict(Case.objects.filter(key__in=keys).values_list("key", "status"))
-    latest = _latest_revisions("case", list(statuses), "", None)
+    approved = _approved_revisions("case", list(keys), "", None)
     released: dict[str, _Released] = {}
     if previous is not None:
         released = {
@@ -507,7 +562,12 @@ def _plans_of(
         }
     return {
         key: (
-            _plan_entry(("case", key), latest.get(key), released.get(key), statuses.get(key)),
+            _plan_entry(
+                ("case", key),
+                approved[key][0] if key in approved else None,
+                released.get(key),
+                approved[key][1] if key in approved else None,
+            ),
             released.get(key),
         )
         for key in keys
@@ -529,9 +589,9 @@ def _without_unreleased_names(
     has no entry at all — published without its names it would still say that something
     unreleased exists — and one released before this held gets none either. It is
     published, as ``new``, by the first release that makes both public. A case is public in
-    this release if it is ready and its new revision is not ``held`` (it is published at its
-    latest revision, whose figures are the live ones) or an earlier release published it
-    (it keeps that revision, or its withdrawal). Four queries per batch.
+    this release if its approved revision is ready and not ``held`` (it is published at
+    that revision, with its figures) or an earlier release published it (it keeps that
+    revision, or its withdrawal). Six queries per batch.
     """
     if not batch:
         return batch
@@ -551,16 +611,21 @@ def _without_unreleased_names(
         )
     )
     cases = {case for case, _ in named.values()} | set(owners.values())
-    # each public case → the figures the public sees in it (None: its live figures)
-    # (a ready case whose new revision is held keeps the revision the public saw, if any)
-    public: dict[str, set[str] | None] = dict.fromkeys(
-        set(
-            Case.objects.filter(key__in=cases, status=CaseStatus.READY).values_list(
-                "key", flat=True
-            )
+    # each public case → the figures the public sees in it: those of its approved ready
+    # revision, or (a case whose new revision is held, or not ready) of the revision the
+    # public saw, if any
+    approved = _approved_revisions("case", list(cases), "", None)
+    ready = {
+        latest.revision_id: key
+        for key, (latest, status) in approved.items()
+        if status == CaseStatus.READY and key not in held
+    }
+    public: dict[str, set[str] | None] = {
+        ready[revision_id]: {figure["id"] for figure in json.loads(snapshot)["figures"]}
+        for revision_id, snapshot in Revision.objects.filter(id__in=list(ready)).values_list(
+            "id", "snapshot"
         )
-        - set(held)
-    )
+    }
     if previous is not None:
         kept = ReleaseEntry.objects.filter(
             release=previous, record_kind="case", record_key__in=cases - set(public)
@@ -610,6 +675,77 @@ def _latest_revisions(
         "record_key", "id", "number", "snapshot_sha256"
     )
     return {key: _Latest(rid, number, sha) for key, rid, number, sha in rows}
+
+
+def _approved_revisions(
+    kind: str, keys: list[str], after: str, upto: str | None
+) -> dict[str, tuple[_Latest, str]]:
+    """The latest approved revision of each named record of ``kind`` (keys in (after,
+    upto]) and the status of its document, by key. One query, along the approvals'
+    (record_kind, record_key, revision_number) index."""
+    if not keys:
+        return {}
+    approvals = Approval.objects.filter(record_kind=kind, record_key__gt=after)
+    if upto is not None:
+        approvals = approvals.filter(record_key__lte=upto)
+    heads = (
+        approvals.filter(record_key__in=keys)
+        .order_by()
+        .values("record_key")
+        .annotate(last=Max("revision_number"))
+        .values("last")
+    )
+    rows = Approval.objects.filter(
+        record_kind=kind, revision_number__in=Subquery(heads)
+    ).values_list(
+        "record_key", "revision_id", "revision_number", "revision__snapshot_sha256", "status"
+    )
+    return {key: (_Latest(rid, number, sha), status) for key, rid, number, sha, status in rows}
+
+
+def _awaiting_review(
+    kind: str,
+    keys: list[str],
+    after: str,
+    upto: str | None,
+    approved: dict[str, tuple[_Latest, str]],
+    on_review: Callable[[AwaitingReview], None],
+) -> None:
+    """Tell ``on_review`` of each named record whose latest revision is after its latest
+    approved one, with how many revisions wait. Two queries (the latest revisions, and
+    the count of those waiting, only for records that have some)."""
+    latest = _latest_revisions(kind, keys, after, upto)
+    pending = {
+        key: head.number
+        for key, head in latest.items()
+        if key not in approved or approved[key][0].number < head.number
+    }
+    if not pending:
+        return
+    approved_number = (
+        Approval.objects.filter(record_kind=kind, record_key=OuterRef("record_key"))
+        .order_by("-revision_number")
+        .values("revision_number")[:1]
+    )
+    counts = dict(
+        Revision.objects.filter(record_kind=kind, record_key__in=list(pending))
+        .annotate(approved=Coalesce(Subquery(approved_number), 0))
+        .filter(number__gt=F("approved"))
+        .order_by()
+        .values("record_key")
+        .annotate(waiting=Count("id"))
+        .values_list("record_key", "waiting")
+    )
+    for key in sorted(pending):
+        on_review(
+            AwaitingReview(
+                kind,
+                key,
+                approved[key][0].number if key in approved else None,
+                pending[key],
+                counts.get(key, 0),
+            )
+        )
 
 
 def _previous_entries(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from claimsdb.models import Revision
 from claimsdb.records import record_document
-from tests.support import artifact, sign_in
+from tests.support import artifact, publish, sign_in
 
 CASE = "CP22-003"
 
@@ -15,18 +15,17 @@ def _edit_and_release(seeded_site) -> tuple[int, int]:
     from django.contrib.auth import get_user_model
 
     from claimsdb.services import case_update
-    from claimsdb.services.releases import release_publish
 
     users = get_user_model().objects
     created = Revision.objects.get(record_kind="case", record_key=CASE).number
-    release_publish(user=users.get(username="reviewer"), notes="The seed")
+    publish(users.get(username="reviewer"), notes="The seed")
     document = record_document("case", CASE)
     document["claims"][0]["statement"] += " (as reported upstream)"
     document["scope_note"] += " Claim A follows the report."
     edited = case_update(
         user=users.get(username="analyst"), key=CASE, document=document, summary="Align claim A"
     ).revision.number
-    release_publish(user=users.get(username="reviewer"), notes="Claim A aligned")
+    publish(users.get(username="reviewer"), notes="Claim A aligned")
     return created, edited
 
 

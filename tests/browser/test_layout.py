@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import User
 
-from claimsdb.services.releases import release_publish
-from tests.support import sign_in
+from tests.support import publish, sign_in
 
 PHONE = 390
 NOTES = (
@@ -21,7 +20,7 @@ def scroll_width(page) -> int:
 
 
 def test_release_pages_fit_a_phone_and_notes_wrap_normally(seeded_site, new_page):
-    release = release_publish(user=User.objects.get(username="reviewer"), notes=NOTES)
+    release = publish(User.objects.get(username="reviewer"), notes=NOTES)
     page = new_page(width=PHONE, height=844, javascript=False)
     for path in ("/releases/", f"/releases/{release.number}/"):
         page.goto(f"{seeded_site}{path}")

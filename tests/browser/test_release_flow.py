@@ -8,15 +8,14 @@ from django.contrib.auth.models import User
 
 from claimsdb.models import Release
 from claimsdb.records import record_document
-from claimsdb.services.releases import release_publish
-from tests.support import artifact, sign_in
+from tests.support import artifact, publish, sign_in
 
 CASE = "CP22-002"
 TITLE = "Cloudflare rejected requests reached users as empty responses"
 
 
 def test_a_case_goes_from_proposal_to_release(seeded_site, new_page):
-    release_publish(user=User.objects.get(username="reviewer"), notes="The seed")
+    publish(User.objects.get(username="reviewer"), notes="The seed")
 
     # the analyst edits the released case and proposes it for the next release
     analyst = new_page(javascript=False)

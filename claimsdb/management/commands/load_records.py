@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from claimsdb.records import RuleViolations
 from claimsdb.records.errors import PermissionDenied
 from claimsdb.services import bundle_load_file
+from claimsdb.services.approvals import approve_pending
 from claimsdb.services.bundles import BATCH_SIZE
 
 from ._common import acting_user
@@ -30,6 +31,14 @@ class Command(BaseCommand):
             "--editorial", action="store_true", help="record the changes as editorial, not material"
         )
         parser.add_argument(
+            "--approve-as",
+            default="",
+            metavar="REVIEWER",
+            help="approve what the files wrote, as this reviewer, once they are loaded "
+            "(docs/review.md); four eyes applies: a record whose changes the reviewer wrote "
+            "is left for another",
+        )
+        parser.add_argument(
             "--batch-size",
             type=int,
             default=BATCH_SIZE,
@@ -38,9 +47,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         user = acting_user(options["user"])
+        approver = acting_user(options["approve_as"]) if options["approve_as"] else None
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1")
         refused = 0
+        written: set[tuple[str, str]] = set()
         for name in options["files"]:
             path = Path(name)
             # outcome lines wait on disk until the file's transaction commits
@@ -48,6 +59,8 @@ class Command(BaseCommand):
 
                 def report(outcomes, name=name, lines=lines):
                     for outcome in outcomes:
+                        if outcome.revision is not None:
+                            written.add((outcome.kind, outcome.key))
                         revision = (
                             f" (revision {outcome.revision.number})" if outcome.revision else ""
                         )
@@ -81,5 +94,21 @@ class Command(BaseCommand):
                     self.stdout.write(line, ending="")
             if not count:
                 self.stdout.write(f"{name}: no records")
+        if approver is not None and written:
+            self._approve(approver, written)
         if refused:
             raise CommandError(f"{refused} file(s) refused")
+
+    def _approve(self, approver, written: set[tuple[str, str]]) -> None:
+        try:
+            outcome = approve_pending(
+                user=approver, records=written, note="Approved as loaded by load_records"
+            )
+        except PermissionDenied as exc:
+            raise CommandError(f"--approve-as: {exc}") from exc
+        self.stdout.write(f"approved {len(outcome.approved)} record(s) as {approver.username}")
+        for kind, key in outcome.left:
+            self.stderr.write(
+                f"  not approved: {kind} {key}: four eyes: {approver.username} wrote a change "
+                "of it; another reviewer must approve it"
+            )

@@ -7,6 +7,7 @@ from claimsdb.public import release_counts
 from claimsdb.records import PermissionDenied, RuleViolations
 from claimsdb.records.kinds import record_kinds
 from claimsdb.services.releases import (
+    AwaitingReview,
     Waiting,
     latest_release,
     planned_entries,
@@ -64,11 +65,23 @@ class Command(BaseCommand):
         def waits(waiting: Waiting) -> None:
             self.stdout.write(f"  waits: {waiting.kind} {waiting.key}: {waiting.message}")
 
-        for entry in planned_entries(waits):
+        awaiting = [0, 0]  # records, revisions
+
+        def awaits(record: AwaitingReview) -> None:
+            awaiting[0] += 1
+            awaiting[1] += record.count
+            self.stdout.write(f"  awaiting review: {record.kind} {record.key}: {record.message}")
+
+        for entry in planned_entries(waits, awaits):
             counts[entry.change] += 1
             if entry.change != ReleaseChange.UNCHANGED:
                 self._entry(entry.change, entry.kind, entry.key, entry.revision)
         number = previous.number + 1 if previous else 1
+        if awaiting[0]:
+            self.stdout.write(
+                f"awaiting review (not published): {awaiting[1]} revision(s) of "
+                f"{awaiting[0]} record(s)"
+            )
         if self._summary(f"release {number} would publish", counts) == 0:
             self.stdout.write("nothing has changed: publishing would be refused")
 

@@ -14,13 +14,17 @@ from claimsdb.services.permissions import ROLES
 from claimsdb.services.releases import release_publish
 
 PASSWORD_FILE = Path(settings.BASE_DIR) / "var" / "demo-password"
+# The demo's users: one per role, and a second reviewer, so that four eyes can be tried
+# (docs/review.md): the seed is loaded by ``reviewer`` and approved by ``reviewer2``.
+DEMO_USERS = (*((role, role) for role in ROLES), ("reviewer2", "reviewer"))
 
 
 class Command(BaseCommand):
     help = (
-        "Development only: create the demo users viewer, analyst and reviewer (one password, "
-        "generated once and kept in var/demo-password), load every fixtures/*.json and, if "
-        "there is no release yet, publish the first. Running it again changes nothing."
+        "Development only: create the demo users viewer, analyst, reviewer and reviewer2 (one "
+        "password, generated once and kept in var/demo-password), load every fixtures/*.json "
+        "as reviewer, approved by reviewer2 (four eyes), and, if there is no release yet, "
+        "publish the first. Running it again changes nothing."
     )
 
     def handle(self, *args, **options):
@@ -32,8 +36,8 @@ class Command(BaseCommand):
             PASSWORD_FILE.chmod(0o600)
         password = PASSWORD_FILE.read_text(encoding="utf-8").strip()
         User = get_user_model()
-        for role in ROLES:
-            user, created = User.objects.get_or_create(username=role)
+        for username, role in DEMO_USERS:
+            user, created = User.objects.get_or_create(username=username)
             if created or not user.check_password(password):
                 user.set_password(password)
                 user.save()
@@ -44,6 +48,7 @@ class Command(BaseCommand):
                 "load_records",
                 *[str(f) for f in fixtures],
                 user="reviewer",
+                approve_as="reviewer2",
                 summary="Seed fixtures loaded by setup_demo",
                 stdout=self.stdout,
                 stderr=self.stderr,
@@ -55,5 +60,6 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"Published release {release.number} of the seed records")
         self.stdout.write(
-            f"Demo users: viewer, analyst, reviewer — password {password} (kept in {PASSWORD_FILE})"
+            f"Demo users: viewer, analyst, reviewer, reviewer2 — password {password} (kept in "
+            f"{PASSWORD_FILE})"
         )
