@@ -461,3 +461,9 @@ def test_the_feed_lists_what_awaits_review_and_comments_on_ones_changes(
     second.set_password("another")
     second.save()
     assert client.get(f"/review/feed/{second.pk}/{token}/").status_code == 404
+
+
+def test_a_record_that_waits_for_nothing_has_a_review_page(reviewed, second):
+    html = signed_in(second).get(f"/review/case/{CASE}/").content.decode()
+    assert f"Revision {latest('case', CASE)} is reviewed: nothing waits." in html
+    assert "/approve/" not in html

@@ -187,18 +187,20 @@ def load_details(items: list[QueueItem], *, documents: bool = True) -> None:
         by_state[state_id].authors.append(username)
     waiting = Q()
     for item in items:
-        waiting |= Q(
-            record_kind=item.kind,
-            record_key=item.key,
-            number__gte=item.state.waiting_from,
-        )
-    for kind, key, count in (
-        Revision.objects.filter(waiting)
-        .order_by()
-        .values_list("record_kind", "record_key")
-        .annotate(n=Count("pk"))
-    ):
-        by_record[(kind, key)].revisions = count
+        if item.state.waiting_from is not None:
+            waiting |= Q(
+                record_kind=item.kind,
+                record_key=item.key,
+                number__gte=item.state.waiting_from,
+            )
+    if waiting:
+        for kind, key, count in (
+            Revision.objects.filter(waiting)
+            .order_by()
+            .values_list("record_kind", "record_key")
+            .annotate(n=Count("pk"))
+        ):
+            by_record[(kind, key)].revisions = count
     case_keys = [item.key for item in items if item.kind == "case"]
     if case_keys:
         for key, status in Case.objects.filter(key__in=case_keys).values_list("key", "status"):
