@@ -195,6 +195,7 @@ def test_the_queue_page_costs_the_same_whatever_the_page(reviewed, reviewer, ana
     client = signed_in(make_user("third", "reviewer"))
     edit_case(analyst, CASE, summary="Limits", limits="Narrower limits.")
     few = queue_queries(client, "/review/")
+    assert few <= 9  # the session and its user, the count, the page, and five for its details
     for n in range(30):
         create_source(analyst, f"SRC-MANY-{n:02}")
         edit_case(reviewer, "CP22-002", summary=f"Edit {n}", limits=f"Limits {n}.")
