@@ -123,11 +123,20 @@ def revisions_written(revisions: Sequence[Revision]) -> None:
     _address_comments(by_record)
 
 
+def records_q(records: Iterable[tuple[str, str]]) -> Q:
+    """A filter for these records (``(kind, key)`` pairs): one ``IN`` list per kind."""
+    keys: dict[str, list[str]] = {}
+    for kind, key in records:
+        keys.setdefault(kind, []).append(key)
+    condition = Q(pk__in=[])
+    for kind, names in keys.items():
+        condition |= Q(record_kind=kind, record_key__in=names)
+    return condition
+
+
 def _read_back_ids(states: list[ReviewState]) -> None:
     by_record = {(state.record_kind, state.record_key): state for state in states}
-    condition = Q()
-    for kind, key in by_record:
-        condition |= Q(record_kind=kind, record_key=key)
+    condition = records_q(by_record)
     for pk, kind, key in ReviewState.objects.filter(condition).values_list(
         "pk", "record_kind", "record_key"
     ):
@@ -137,9 +146,7 @@ def _read_back_ids(states: list[ReviewState]) -> None:
 def _address_comments(by_record: dict[tuple[str, str], list[Revision]]) -> None:
     """Mark the open comments a new revision answers: one that changed the commented path,
     something inside it or something around it (``addresses``)."""
-    condition = Q()
-    for kind, key in by_record:
-        condition |= Q(record_kind=kind, record_key=key)
+    condition = records_q(by_record)
     open_comments = list(
         ReviewComment.objects.filter(condition, addressed_in=None, resolved_at=None).only(
             "pk", "record_kind", "record_key", "revision_number", "path"
@@ -200,9 +207,7 @@ def records_approved(approvals: Sequence[Approval]) -> None:
         record = (approval.record_kind, approval.record_key)
         if record not in latest or latest[record].revision_number < approval.revision_number:
             latest[record] = approval
-    condition = Q()
-    for kind, key in latest:
-        condition |= Q(record_kind=kind, record_key=key)
+    condition = records_q(latest)
     states = {
         (state.record_kind, state.record_key): state
         for state in ReviewState.objects.select_for_update().filter(condition)
@@ -228,15 +233,18 @@ def records_approved(approvals: Sequence[Approval]) -> None:
             batch_size=1000,
         )
         ReviewStateAuthor.objects.filter(state__in=[state.pk for state in cleared]).delete()
-    resolved = Q()
-    for (kind, key), approval in latest.items():
-        resolved |= Q(
-            record_kind=kind, record_key=key, revision_number__lte=approval.revision_number
+    answered = [
+        pk
+        for pk, kind, key, number in ReviewComment.objects.filter(
+            condition, addressed_in=None, resolved_at=None
+        ).values_list("pk", "record_kind", "record_key", "revision_number")
+        if number <= latest[(kind, key)].revision_number
+    ]
+    if answered:
+        reviewer = next(iter(latest.values())).reviewer_id
+        ReviewComment.objects.filter(pk__in=answered).update(
+            resolved_at=timezone.now(), resolved_by_id=reviewer
         )
-    reviewer = next(iter(latest.values())).reviewer_id
-    ReviewComment.objects.filter(resolved, addressed_in=None, resolved_at=None).update(
-        resolved_at=timezone.now(), resolved_by_id=reviewer
-    )
 
 
 def _recompute(record: tuple[str, str], approved: int) -> None:
