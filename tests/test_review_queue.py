@@ -11,6 +11,7 @@ import pytest
 from django.apps import apps as django_apps
 from django.core import mail
 from django.db import connection
+from django.db.models import Q
 from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
 
@@ -468,3 +469,25 @@ def test_a_record_that_waits_for_nothing_has_a_review_page(reviewed, second):
     html = signed_in(second).get(f"/review/case/{CASE}/").content.decode()
     assert f"Revision {latest('case', CASE)} is reviewed: nothing waits." in html
     assert "/approve/" not in html
+
+
+@pytest.mark.postgres
+def test_a_page_of_the_queue_is_a_walk_along_its_index(reviewed, analyst):
+    """At any size the page is read along the partial index of waiting records, in its
+    order: no sort of the waiting records, no scan of the ledger (planner costs set so
+    that the plan for a large table is chosen on a small one)."""
+    for n in range(5):
+        create_source(analyst, f"SRC-PLANNED-{n}")
+    page = review_reads.queue_page(review_reads.waiting_records(), size=2)
+    states = review_reads.waiting_records()
+    since, pk = review_reads.decode_cursor(page.next_cursor)
+    query = states.filter(Q(waiting_since__gt=since) | Q(waiting_since=since, pk__gt=pk))[:26]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_sort = off")
+        sql, params = query.query.sql_with_params()
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "review_state_queue" in plan, plan
+    assert "Sort" not in plan, plan
+    assert "claimsdb_revision" not in plan, plan
