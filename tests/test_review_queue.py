@@ -376,6 +376,8 @@ def test_comments_show_at_their_fields_until_addressed_or_resolved(reviewed, ana
     page = client.get(f"/cases/{CASE}/").content.decode()
     assert "Say which versions." in page and "Split this case?" in page
     assert "1 change since the reviewed revision" in page
+    glance = page.split('id="at-a-glance"', 1)[1].split("</section>", 1)[0]  # the limits
+    assert "Say which versions." in glance and "Split this case?" not in glance
     edit_page = client.get(f"/cases/{CASE}/edit/").content.decode()
     field = edit_page.split('id="field-case-limits"', 1)[1].split("</div>", 1)[0]
     assert "Say which versions." in field
@@ -401,6 +403,11 @@ def test_comments_show_at_their_fields_until_addressed_or_resolved(reviewed, ana
 def test_a_claims_comment_shows_on_that_claims_page(reviewed, analyst, second):
     number = edit_case(analyst, CASE, summary="Limits", limits="Narrower limits.")
     request(second, number, (f"claims[{CLAIM}].statement", "Cite the PR."))
+    record = signed_in(analyst).get(f"/cases/{CASE}/").content.decode()
+    claim = record.split(f'id="{CLAIM}"', 1)[1].split("</article>", 1)[0]
+    assert "Cite the PR." in claim
+    other = record.split('id="CLM-CP22-003-B"', 1)[1].split("</article>", 1)[0]
+    assert "Cite the PR." not in other
     page = signed_in(analyst).get(f"/cases/{CASE}/claims/{CLAIM}/edit/").content.decode()
     field = page.split('id="field-claim-statement"', 1)[1].split("</div>", 1)[0]
     assert "Cite the PR." in field

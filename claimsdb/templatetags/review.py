@@ -30,6 +30,18 @@ def comments_at(review: ReviewNotes | None, name: str) -> list:
 
 
 @register.filter
+def comments_under(review: ReviewNotes | None, prefix: str) -> list:
+    """The open comments at ``prefix`` or inside it (``claims[CLM-X]`` and its fields)."""
+    if review is None:
+        return []
+    return [
+        comment
+        for comment in review.comments
+        if comment.path == prefix or comment.path.startswith((prefix + ".", prefix + "["))
+    ]
+
+
+@register.filter
 def sees_review_queue(user: Any) -> bool:
     """Whether the site's menu offers this user the review queue."""
     from claimsdb import access
