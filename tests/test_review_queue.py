@@ -62,6 +62,7 @@ def assert_state_matches_ledger(kind: str, key: str) -> None:
     assert current.approved_number == pending.approved
     if pending.pending:
         assert current.waiting_from == pending.revisions[0].number
+        assert current.waiting_count == len(pending.revisions)
         assert current.waiting_since == pending.revisions[0].created_at
         assert current.material == any(r.material for r in pending.revisions)
         assert sorted(a.author.username for a in current.authors.select_related("author")) == (
@@ -102,6 +103,7 @@ def states() -> list[tuple]:
             "approved_number",
             "waiting_from",
             "waiting_since",
+            "waiting_count",
             "material",
         )
     ) + sorted(ReviewStateAuthor.objects.values_list("state__record_key", "author__username"))
@@ -196,7 +198,7 @@ def test_the_queue_page_costs_the_same_whatever_the_page(reviewed, reviewer, ana
     client = signed_in(make_user("third", "reviewer"))
     edit_case(analyst, CASE, summary="Limits", limits="Narrower limits.")
     few = queue_queries(client, "/review/")
-    assert few <= 9  # the session and its user, the count, the page, and five for its details
+    assert few <= 8  # the session and its user, the count, the page, and four for its details
     for n in range(30):
         create_source(analyst, f"SRC-MANY-{n:02}")
         edit_case(reviewer, "CP22-002", summary=f"Edit {n}", limits=f"Limits {n}.")

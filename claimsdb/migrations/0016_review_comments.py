@@ -52,6 +52,7 @@ def fill_states(apps, schema_editor):
             continue
         if state.waiting_from is None:
             state.waiting_from, state.waiting_since = number, created_at
+        state.waiting_count += 1
         state.material = state.material or material
         authors.setdefault(record, set()).add(author)
     state_model._default_manager.bulk_create(list(states.values()), batch_size=1000)
@@ -190,6 +191,7 @@ class Migration(migrations.Migration):
                 ("approved_number", models.PositiveBigIntegerField(blank=True, null=True)),
                 ("waiting_from", models.PositiveBigIntegerField(blank=True, null=True)),
                 ("waiting_since", models.DateTimeField(blank=True, null=True)),
+                ("waiting_count", models.PositiveIntegerField(default=0)),
                 ("material", models.BooleanField(default=False)),
             ],
             options={

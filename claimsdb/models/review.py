@@ -24,7 +24,9 @@ class ReviewState(models.Model):
     # latest revision is approved (the record waits for nothing)
     waiting_from = models.PositiveBigIntegerField(null=True, blank=True)
     waiting_since = models.DateTimeField(null=True, blank=True)
-    # whether any revision since ``approved_number`` changed the record materially
+    # how many revisions since ``approved_number``, and whether any changed the record
+    # materially
+    waiting_count = models.PositiveIntegerField(default=0)
     material = models.BooleanField(default=False)
 
     class Meta:

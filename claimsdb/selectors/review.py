@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Q, QuerySet
 
 from claimsdb.models import Case, Claim, ReviewComment, ReviewState, ReviewStateAuthor, Revision
 from claimsdb.records import canonical, diff
@@ -106,7 +106,6 @@ class QueueItem:
 
     state: ReviewState
     authors: list[str] = field(default_factory=list)
-    revisions: int = 0  # revisions since the approved one
     status: str = ""  # a case's status
     origins: list[str] = field(default_factory=list)  # a case's claims' origins
     approved_document: dict[str, Any] | None = None
@@ -119,6 +118,11 @@ class QueueItem:
     @property
     def key(self) -> str:
         return self.state.record_key
+
+    @property
+    def revisions(self) -> int:
+        """How many revisions since the approved one."""
+        return self.state.waiting_count
 
     @property
     def changes(self) -> list[Change]:
@@ -157,8 +161,8 @@ def queue_page(
     documents: bool = True,
 ) -> QueuePage:
     """The page of ``states`` (ordered by ``waiting_records``) after the cursor ``after``:
-    seven queries whatever the page, the queue's length or its records' histories (six
-    without ``documents``, the snapshots of the diffs)."""
+    six queries whatever the page, the queue's length or its records' histories (five
+    without ``documents``, the snapshots of the diffs; two fewer on a page without cases)."""
     count = states.count()
     page = states
     if after:
@@ -173,8 +177,8 @@ def queue_page(
 
 
 def load_details(items: list[QueueItem], *, documents: bool = True) -> None:
-    """Fill in the authors, revision counts, case statuses and claim origins (and the two
-    documents of each diff) of these items, a query each for all of them."""
+    """Fill in the authors, case statuses and claim origins (and the two documents of each
+    diff) of these items, a query each for all of them."""
     if not items:
         return
     by_state = {item.state.pk: item for item in items}
@@ -185,22 +189,6 @@ def load_details(items: list[QueueItem], *, documents: bool = True) -> None:
         .values_list("state_id", "author__username")
     ):
         by_state[state_id].authors.append(username)
-    waiting = Q()
-    for item in items:
-        if item.state.waiting_from is not None:
-            waiting |= Q(
-                record_kind=item.kind,
-                record_key=item.key,
-                number__gte=item.state.waiting_from,
-            )
-    if waiting:
-        for kind, key, count in (
-            Revision.objects.filter(waiting)
-            .order_by()
-            .values_list("record_kind", "record_key")
-            .annotate(n=Count("pk"))
-        ):
-            by_record[(kind, key)].revisions = count
     case_keys = [item.key for item in items if item.kind == "case"]
     if case_keys:
         for key, status in Case.objects.filter(key__in=case_keys).values_list("key", "status"):

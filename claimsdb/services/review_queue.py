@@ -57,9 +57,9 @@ COMMENTS_PER_REQUEST = 50
 def revisions_written(revisions: Sequence[Revision]) -> None:
     """Bring the review state of the records these new revisions changed up to date.
 
-    A fixed number of queries per batch: one read of the states per record kind, one insert,
-    one update, one insert of authors, and one read of open comments (with a write for
-    those a revision addressed)."""
+    A fixed number of queries per batch: one read of the states, one insert, one update, one
+    insert of authors, and one read of open comments (with a write for those a revision
+    addressed)."""
     if not revisions:
         return
     by_record: dict[tuple[str, str], list[Revision]] = {}
@@ -86,6 +86,7 @@ def revisions_written(revisions: Sequence[Revision]) -> None:
                 approved_number=None,
                 waiting_from=first.number,
                 waiting_since=first.created_at,
+                waiting_count=len(written),
                 material=material,
             )
             new_states.append(state)
@@ -96,8 +97,10 @@ def revisions_written(revisions: Sequence[Revision]) -> None:
         if state.waiting_from is None:
             state.waiting_from = first.number
             state.waiting_since = first.created_at
+            state.waiting_count = len(written)
             state.material = material
         else:
+            state.waiting_count += len(written)
             state.material = state.material or material
         changed_states.append(state)
     if new_states:
@@ -107,7 +110,7 @@ def revisions_written(revisions: Sequence[Revision]) -> None:
     if changed_states:
         ReviewState.objects.bulk_update(
             changed_states,
-            ["latest_number", "waiting_from", "waiting_since", "material"],
+            ["latest_number", "waiting_from", "waiting_since", "waiting_count", "material"],
             batch_size=1000,
         )
     authors = {
@@ -224,12 +227,20 @@ def records_approved(approvals: Sequence[Approval]) -> None:
         state.approved_number = number
         state.latest_number = number
         state.waiting_from = state.waiting_since = None
+        state.waiting_count = 0
         state.material = False
         cleared.append(state)
     if cleared:
         ReviewState.objects.bulk_update(
             cleared,
-            ["approved_number", "latest_number", "waiting_from", "waiting_since", "material"],
+            [
+                "approved_number",
+                "latest_number",
+                "waiting_from",
+                "waiting_since",
+                "waiting_count",
+                "material",
+            ],
             batch_size=1000,
         )
         ReviewStateAuthor.objects.filter(state__in=[state.pk for state in cleared]).delete()
@@ -260,6 +271,7 @@ def _recompute(record: tuple[str, str], approved: int) -> None:
     state.approved_number = approved
     state.waiting_from = first["number"] if first else None
     state.waiting_since = first["created_at"] if first else None
+    state.waiting_count = after.count()
     state.material = first is not None and after.filter(material=True).exists()
     state.save()
     ReviewStateAuthor.objects.filter(state=state).delete()

@@ -417,9 +417,7 @@ class ReviewNotes:
     def __init__(self, kind: str, key: str, scope: str = "") -> None:
         self.kind, self.key = kind, key
         self.state = review_reads.record_state(kind, key)
-        self.waiting = 0
-        if self.state is not None and self.state.waiting:
-            self.waiting = review_reads.waiting_revisions(self.state).count()
+        self.waiting = self.state.waiting_count if self.state is not None else 0
         self.comments = review_reads.open_comments(kind, key)
         self.by_field: dict[str, list[ReviewComment]] = {}
         prefix = f"{scope}." if scope else ""
