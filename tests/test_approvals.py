@@ -4,6 +4,7 @@ import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
 
 from claimsdb import public
 from claimsdb.integrity import verify_history
@@ -18,7 +19,7 @@ from claimsdb.services import bundle_load, bundle_load_file
 from claimsdb.services.approvals import approve, approve_pending
 from claimsdb.services.releases import release_plan, release_publish
 
-from .support import approve_all, create_source, edit_case, latest, make_user, new_case
+from .support import approve_all, create_source, edit_case, latest, make_user, new_case, text_of
 
 pytestmark = pytest.mark.django_db
 
@@ -416,3 +417,35 @@ def test_setup_demo_has_a_second_reviewer_and_the_seed_approved(
     assert not release_plan().awaiting
     call_command("setup_demo")  # again: nothing changes
     assert Approval.objects.count() == len(approvals)
+
+
+# --- what the public sees -----------------------------------------------------------------
+
+
+def test_the_public_history_says_who_reviewed_each_released_revision(seeded, reviewer, analyst):
+    number = edit_case(analyst, "CP22-003", summary="Lede", limits="Reviewed limits.")
+    approve(
+        user=make_user("second", "reviewer"),
+        record_kind="case",
+        record_key="CP22-003",
+        revision_number=number,
+    )
+    release_publish(user=reviewer, notes="1")
+    for url in ("/cases/CP22-003/history/", "/cases/CP22-003/"):
+        page = text_of(Client().get(url).content.decode())
+        assert "reviewed by second" in page, url
+        assert "self-approved" not in page
+
+
+def test_a_one_person_deployment_shows_self_approved_in_the_public_history(
+    seeded, reviewer, settings
+):
+    settings.FOUR_EYES = False
+    number = edit_case(reviewer, "CP22-003", summary="Mine", limits="My own limits.")
+    approval = approve(
+        user=reviewer, record_kind="case", record_key="CP22-003", revision_number=number
+    )
+    assert approval.self_approved
+    release_publish(user=reviewer, notes="1")
+    page = text_of(Client().get("/cases/CP22-003/history/").content.decode())
+    assert "self-approved by reviewer" in page

@@ -21,19 +21,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claimsdb.access import visible_approvals
+from claimsdb.access import may_read_working_state, visible_approvals, visible_revision_number
 from claimsdb.codes import ApprovalCode, DocumentCode
 from claimsdb.models import Approval
 from claimsdb.records import RecordNotFound, RuleViolation, RuleViolations
 from claimsdb.records.kinds import record_kinds
-from claimsdb.selectors.approvals import record_approvals, review_range
-from claimsdb.selectors.revisions import latest_revision_number
+from claimsdb.selectors.approvals import review_range
 from claimsdb.services.approvals import approve
 
 from . import filters
 from .common import DocumentJSONParser, NoFormSerializer, RefuseNul, RevisionFeedPagination
 from .errors import RequestViolations
-from .permissions import PublicReads, ReviewerWrites
+from .permissions import ANYONE, PublicReads, ReviewerWrites
 from .schema import approvals as schema
 
 # What a refused approval answers, by code (any other refusal is a 400).
@@ -87,23 +86,46 @@ def _request_body(data: Any) -> tuple[int, str]:
     return revision, note
 
 
+class PublicReadsReviewerApproves(ReviewerWrites):
+    """Anyone reads (what they may see of the record); reviewers approve."""
+
+    read_role = ANYONE
+
+
 class RecordApprovalsView(RefuseNul, APIView):
-    permission_classes = [ReviewerWrites]
+    permission_classes = [PublicReadsReviewerApproves]
     parser_classes = [DocumentJSONParser]
     kind = ""
 
     def get(self, request: Request, key: str) -> Response:
-        if latest_revision_number(self.kind, key) is None:
+        """Readers of the working state see what awaits review and every approval; everyone
+        else the approvals of the released revisions only (``review`` is null: what is not
+        released does not exist for them)."""
+        if visible_revision_number(request.user, self.kind, key) is None:
             raise RecordNotFound(self.kind, key)
+        approvals = visible_approvals(request.user).filter(record_kind=self.kind, record_key=key)
+        listed = [
+            approval_summary(approval)
+            for approval in approvals.order_by("-revision_number")[:APPROVALS_LISTED]
+        ]
+        if not may_read_working_state(request.user):
+            return Response(
+                {
+                    "record_kind": self.kind,
+                    "record_key": key,
+                    "awaiting_review": None,
+                    "review": None,
+                    "approvals": listed,
+                }
+            )
         pending = review_range(self.kind, key)
-        approvals = list(record_approvals(self.kind, key)[:APPROVALS_LISTED])
         return Response(
             {
                 "record_kind": self.kind,
                 "record_key": key,
                 "awaiting_review": pending.pending,
                 "review": pending.as_dict(),
-                "approvals": [approval_summary(approval) for approval in approvals],
+                "approvals": listed,
             }
         )
 

@@ -227,7 +227,7 @@ def ledger_components() -> dict[str, Any]:
             "approval (null until a reviewer approves it: docs/review.md).",
             "properties": {
                 **revision_properties,
-                "approval": {"anyOf": [ref("Approval"), {"type": "null"}]},
+                "approval": {"oneOf": [ref("Approval")], "nullable": True},
             },
             "required": list(revision_properties),
         },
@@ -293,7 +293,8 @@ def ledger_components() -> dict[str, Any]:
                 "record_key": {"type": "string"},
                 "revision": {"type": "integer", "description": "the revision approved"},
                 "since_revision": {
-                    "type": ["integer", "null"],
+                    "type": "integer",
+                    "nullable": True,
                     "description": "the record's previous approved revision",
                 },
                 "reviewer": {"type": "string"},
@@ -336,12 +337,13 @@ def ledger_components() -> dict[str, Any]:
             "properties": {
                 "record_kind": {"type": "string"},
                 "record_key": {"type": "string"},
-                "awaiting_review": {"type": "boolean"},
+                "awaiting_review": {"type": "boolean", "nullable": True},
                 "review": {
                     "type": "object",
+                    "nullable": True,
                     "properties": {
-                        "approved_revision": {"type": ["integer", "null"]},
-                        "latest_revision": {"type": ["integer", "null"]},
+                        "approved_revision": {"type": "integer", "nullable": True},
+                        "latest_revision": {"type": "integer", "nullable": True},
                         "revisions": {"type": "array", "items": {"type": "integer"}},
                         "authors": {"type": "array", "items": {"type": "string"}},
                         "material": {"type": "boolean"},

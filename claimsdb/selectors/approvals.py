@@ -60,13 +60,33 @@ def record_approvals(kind: str, key: str) -> QuerySet[Approval]:
 
 def approvals_of_revisions(revision_ids: Iterable[int]) -> dict[int, Approval]:
     """The approval of each of these revisions that has one, by revision id (with its
-    reviewer): the history pages show who reviewed a revision. One query."""
+    reviewer): the history pages show who reviewed a revision. One query, even for no
+    revisions (an empty page of a feed costs what any other page does)."""
+    ids = list(revision_ids) or [0]  # no revision has id 0
     return {
         approval.revision_id: approval
-        for approval in Approval.objects.filter(revision_id__in=list(revision_ids)).select_related(
-            "reviewer"
-        )
+        for approval in Approval.objects.filter(revision_id__in=ids).select_related("reviewer")
     }
+
+
+def approvals_of_numbers(kind: str, key: str, numbers: Iterable[int]) -> dict[int, Approval]:
+    """The approvals of these revisions of one record, by revision number (with their
+    reviewers): the history lines say who reviewed each. One query, along the approvals'
+    record index, even for no numbers."""
+    wanted = list(numbers) or [0]
+    return {
+        approval.revision_number: approval
+        for approval in Approval.objects.filter(
+            record_kind=kind, record_key=key, revision_number__in=wanted
+        ).select_related("reviewer")
+    }
+
+
+def review_label(approval: Approval) -> str:
+    """How a history line names an approval: "self-approved by …" when four eyes was off
+    and the reviewer approved their own change, else "reviewed by …"."""
+    how = "self-approved" if approval.self_approved else "reviewed"
+    return f"{how} by {approval.reviewer.get_username()}"
 
 
 def covering_approvals(kind: str, key: str, numbers: Iterable[int]) -> dict[int, Approval]:

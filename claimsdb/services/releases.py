@@ -64,6 +64,7 @@ from claimsdb.records.kinds import record_kinds
 from . import search_index
 from .ledger import lock_head
 from .permissions import require_role
+from .release_rules import Lagging, release_violations
 
 WITHDRAWN = "withdrawn"
 # Records planned and written per batch: bounds memory, and IN (...) lists stay well under
@@ -148,6 +149,18 @@ class ReleasePlan:
     awaiting: list[AwaitingReview] = field(default_factory=list)
     awaiting_count: int = 0
     awaiting_revisions: int = 0
+    # what the whole-release rule check found (``release_rules``): empty when it passes
+    conflicts: list[RuleViolation] = field(default_factory=list)
+    lagging: Lagging = field(default_factory=Lagging)
+
+    def lag(self, kind: str, key: str, entry: PlannedEntry | None, latest: int) -> None:
+        self.lagging.add(
+            kind,
+            key,
+            entry.revision_id if entry else None,
+            entry.revision if entry else None,
+            latest,
+        )
 
     def wait(self, waiting: Waiting) -> None:
         if len(self.waiting) < PREVIEW_SIZE:
@@ -196,9 +209,10 @@ def release_plan(*, preview: int | None = None, preview_offset: int = 0) -> Rele
         last_revision=Revision.objects.aggregate(last=Max("number"))["last"] or 0,
         preview_offset=preview_offset,
     )
-    for batch in planned_batches(previous, plan.wait, plan.await_review):
+    for batch in planned_batches(previous, plan.wait, plan.await_review, plan.lag):
         for entry in batch:
             plan.add(entry, preview)
+    plan.conflicts = release_violations(plan.lagging)
     return plan
 
 
@@ -220,7 +234,10 @@ def release_publish(*, user: User, notes: str) -> Release:
     the records and recording the entries; entries are planned and written batch by
     batch. Refused without notes (``release.notes_required``) or when nothing changed since
     the previous release (``release.nothing_changed``: the rows written so far are rolled
-    back); needs the reviewer role (``PermissionDenied``).
+    back); needs the reviewer role (``PermissionDenied``). Refused too when the revisions it
+    would publish break a scope or field rule together (``release_rules``: an
+    ``approval.conflict`` and the rules' own codes, naming the records, revisions and the
+    approvals that would resolve it).
     """
     notes = (notes or "").strip()
     with transaction.atomic():
@@ -246,16 +263,34 @@ def release_publish(*, user: User, notes: str) -> Release:
             last_revision=head.number,
         )
         counts = {change: 0 for change in ReleaseChange.values}
-        for batch in planned_batches(previous):
+        lagging = Lagging()
+        for batch in planned_batches(previous, on_lag=_lagging_of(lagging)):
             _publish_batch(release, batch)
             for entry in batch:
                 counts[entry.change] += 1
         if counts[ReleaseChange.UNCHANGED] == sum(counts.values()):
             raise RuleViolations([_nothing_changed(previous)])
+        # the released state passes every rule as a whole, or nothing is published
+        conflicts = release_violations(lagging)
+        if conflicts:
+            raise RuleViolations(conflicts)
         # counted while writing: the release is complete once they are in (same transaction)
         release.change_counts = counts
         release.save(update_fields=["change_counts"])
         return release
+
+
+def _lagging_of(lagging: Lagging) -> Callable[[str, str, PlannedEntry | None, int], None]:
+    def lag(kind: str, key: str, entry: PlannedEntry | None, latest: int) -> None:
+        lagging.add(
+            kind,
+            key,
+            entry.revision_id if entry else None,
+            entry.revision if entry else None,
+            latest,
+        )
+
+    return lag
 
 
 def latest_release() -> Release | None:
@@ -346,6 +381,7 @@ def planned_batches(
     previous: Release | None,
     on_wait: Callable[[Waiting], None] | None = None,
     on_review: Callable[[AwaitingReview], None] | None = None,
+    on_lag: Callable[[str, str, PlannedEntry | None, int], None] | None = None,
 ) -> Iterator[list[PlannedEntry]]:
     """The entries of the release following ``previous``, ``BATCH_SIZE`` records at a time,
     kind by kind in listing order (``record_kinds``) and by key: a fixed number of queries
@@ -357,7 +393,10 @@ def planned_batches(
     ``previous``'s entries are taken in the same key range, so each record is met once.
     ``on_wait`` is told of each record that waits for a case it names (``Waiting``), and
     ``on_review`` of each record with revisions awaiting review (``AwaitingReview``: one
-    more query per batch, only when it is given).
+    more query per batch, only when it is given). ``on_lag`` is told of each case and
+    scope rule the release would publish at another revision than its latest, or not at
+    all (with its entry, or None, and its latest number): what the whole-release rule check
+    starts from (``release_rules``; one more query per batch).
     """
     held = _held_cases(previous)
     tell = on_wait or (lambda waiting: None)
@@ -376,11 +415,28 @@ def planned_batches(
                     batch.append(entry)
             if kind == "rule":
                 batch = _without_unreleased_names(batch, previous, held, tell)
+            if on_lag is not None and kind in ("case", "rule"):
+                _tell_lagging(kind, [row[0] for row in rows], batch, on_lag)
             if batch:
                 yield batch
 
 
 _Row = tuple[str, "_Latest | None", "_Released | None", str | None]
+
+
+def _tell_lagging(
+    kind: str,
+    keys: list[str],
+    batch: list[PlannedEntry],
+    on_lag: Callable[[str, str, PlannedEntry | None, int], None],
+) -> None:
+    latest = _latest_revisions(kind, keys, "", None)
+    entries = {entry.key: entry for entry in batch}
+    for key in keys:
+        head = latest.get(key)
+        entry = entries.get(key)
+        if head is not None and (entry is None or entry.revision != head.number):
+            on_lag(kind, key, entry, head.number)
 
 
 def _kind_batches(

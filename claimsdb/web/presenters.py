@@ -17,9 +17,10 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from claimsdb import choices, public
-from claimsdb.models import AssessmentMethod, Release, Revision, Source
+from claimsdb.models import Approval, AssessmentMethod, Release, Revision, Source
 from claimsdb.records.figures import figure_text, number_text
 from claimsdb.records.kinds import record_kinds
+from claimsdb.selectors.approvals import approvals_of_numbers, review_label
 from claimsdb.selectors.methods import methods_by_key
 from claimsdb.selectors.revisions import claim_withdrawals
 from claimsdb.selectors.scope import scope_of_document
@@ -400,9 +401,11 @@ def material_history_rows(
     with their action's label, what they changed, the record's own date and ``url``: the
     revision's page, or "" where the reader may not open it (in the released view, only
     published revisions open, and authors are not named)."""
+    approvals = approvals_of_numbers(kind, key, [entry["revision"] for entry in entries])
     return [
         {
             **entry,
+            **_review(approvals.get(entry["revision"])),
             "action_label": label("revision_action", entry["action"]),
             "author": "" if released else entry["author"],
             "changed_text": changed_text(entry["changed"]),
@@ -423,6 +426,7 @@ def revision_rows(
     and a link to what it changed from the revision before it (``older``: the one before
     the page's oldest)."""
     rows = []
+    approvals = approvals_of_numbers(kind, key, [revision.number for revision in revisions])
     for i, revision in enumerate(revisions):
         previous = revisions[i + 1] if i + 1 < len(revisions) else older
         previous = previous if full else None
@@ -443,9 +447,21 @@ def revision_rows(
                 else "",
                 "diff_label": f"Changes from revision {previous.number}" if previous else "",
                 "hash": revision.snapshot_sha256 if full else "",
+                **_review(approvals.get(revision.number)),
             }
         )
     return rows
+
+
+def _review(approval: Approval | None) -> dict[str, Any]:
+    """Who reviewed a revision and when (docs/review.md), for its history line."""
+    if approval is None:
+        return {"review": "", "reviewed_at": None, "self_approved": False}
+    return {
+        "review": review_label(approval),
+        "reviewed_at": approval.created_at,
+        "self_approved": approval.self_approved,
+    }
 
 
 def case_page(

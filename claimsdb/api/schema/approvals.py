@@ -26,13 +26,15 @@ def record_approvals(kind: str) -> Callable:
             summary=f"What awaits review on a {kind}",
             description="The revisions since the record's latest approved revision, their "
             "authors, whether any is material, the field-by-field diff from the approved "
-            "document to the latest, and the record's approvals (newest first). Viewers and "
-            "up.",
+            "document to the latest, and the record's approvals (newest first). Anyone may "
+            "read it: without a role, only the approvals of released revisions, and `review` "
+            "and `awaiting_review` are null.",
             tags=["approvals"],
+            auth=openapi.PUBLIC_READ,
             parameters=[openapi.key_parameter(kind)],
             responses={
                 200: openapi.ref("ApprovalReview"),
-                **openapi.error_responses(*openapi.READ_ERRORS, query=True),
+                **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
             },
         ),
         post=extend_schema(
