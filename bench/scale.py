@@ -740,8 +740,8 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
 def _queue_reads(get: Callable[..., Callable[[], None]], repeats: int) -> dict[str, list[float]]:
     """The review queue's page (``/review/``, signed in as the reviewer) at its start and
     halfway down, against the bare SQL behind what it shows: the page of waiting records
-    along the queue's partial index, their count, the authors of each, how many revisions
-    each waits with, and the two snapshots of each diff (docs/review.md)."""
+    along the queue's partial index (with their revision counts), their count, the authors
+    of each, and the two snapshots of each diff (docs/review.md)."""
     from django.db import connection
     from psycopg import sql
 
@@ -765,17 +765,15 @@ def _queue_reads(get: Callable[..., Callable[[], None]], repeats: int) -> dict[s
     }
     page_query = sql.SQL(
         "SELECT id, record_kind, record_key, waiting_since, waiting_from, latest_number, "
-        "approved_number FROM {state} WHERE waiting_since IS NOT NULL "
+        "approved_number, waiting_count, material FROM {state} WHERE waiting_since IS NOT NULL "
         "AND (waiting_since, id) > (%s, %s) ORDER BY waiting_since, id LIMIT %s"
     ).format(**names)
     count_query = sql.SQL("SELECT count(*) FROM {state} WHERE waiting_since IS NOT NULL").format(
         **names
     )
     details_query = sql.SQL(
-        "SELECT s.id, (SELECT array_agg(author_id) FROM {author} WHERE state_id = s.id), "
-        "(SELECT count(*) FROM {revision} r WHERE r.record_kind = s.record_kind "
-        "AND r.record_key = s.record_key AND r.number >= s.waiting_from) "
-        "FROM {state} s WHERE s.id = ANY(%s)"
+        "SELECT state_id, array_agg(author_id) FROM {author} WHERE state_id = ANY(%s) "
+        "GROUP BY state_id"
     ).format(**names)
     snapshots_query = sql.SQL(
         "SELECT number, snapshot FROM {revision} WHERE number = ANY(%s)"
