@@ -40,7 +40,7 @@ from claimsdb.models import (
     ReviewStateAuthor,
     Revision,
 )
-from claimsdb.records import RuleViolation, RuleViolations, canonical
+from claimsdb.records import RecordNotFound, RuleViolation, RuleViolations, canonical
 from claimsdb.records.diff import KEYED_LISTS
 from claimsdb.records.errors import StaleRevision
 
@@ -403,23 +403,18 @@ def request_changes(
     )
     label = f"{record_kind} {record_key}"
     if revision is None:
-        from claimsdb.records import RecordNotFound
-
         raise RecordNotFound(record_kind, record_key)
     if revision.number != revision_number:
         raise StaleRevision(record=label, expected=revision_number, current=revision.number)
     _check_comments(comments, canonical.loads(revision.snapshot), changed_paths)
     state = ReviewState.objects.filter(record_kind=record_kind, record_key=record_key).first()
-    since = state.approved_number if state is not None else None
+    # the authors of the waiting revisions: those the reviewer read
     recipients = list(
         User.objects.filter(
-            pk__in=Revision.objects.filter(
-                record_kind=record_kind,
-                record_key=record_key,
-                number__gt=since or 0,
-                number__lte=revision_number,
-            ).values("author_id")
+            pk__in=ReviewStateAuthor.objects.filter(state=state).values("author_id")
         ).exclude(pk=user.pk)
+        if state is not None
+        else []
     )
     now = timezone.now()
     written = ReviewComment.objects.bulk_create(
