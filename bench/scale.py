@@ -741,11 +741,11 @@ def _queue_reads(get: Callable[..., Callable[[], None]], repeats: int) -> dict[s
     """The review queue's page (``/review/``, signed in as the reviewer) at its start and
     halfway down, against the bare SQL behind what it shows: the page of waiting records
     along the queue's partial index (with their revision counts), their count, the authors
-    of each, and the two snapshots of each diff (docs/review.md)."""
+    and open comments of each, and the two snapshots of each diff (docs/review.md)."""
     from django.db import connection
     from psycopg import sql
 
-    from claimsdb.models import ReviewState, ReviewStateAuthor, Revision
+    from claimsdb.models import ReviewComment, ReviewState, ReviewStateAuthor, Revision
     from claimsdb.selectors.review import PAGE_SIZE as QUEUE_PAGE
     from claimsdb.selectors.review import encode_cursor
 
@@ -762,6 +762,7 @@ def _queue_reads(get: Callable[..., Callable[[], None]], repeats: int) -> dict[s
         "state": sql.Identifier(ReviewState._meta.db_table),
         "author": sql.Identifier(ReviewStateAuthor._meta.db_table),
         "revision": sql.Identifier(Revision._meta.db_table),
+        "comment": sql.Identifier(ReviewComment._meta.db_table),
     }
     page_query = sql.SQL(
         "SELECT id, record_kind, record_key, waiting_since, waiting_from, latest_number, "
@@ -774,6 +775,10 @@ def _queue_reads(get: Callable[..., Callable[[], None]], repeats: int) -> dict[s
     details_query = sql.SQL(
         "SELECT state_id, array_agg(author_id) FROM {author} WHERE state_id = ANY(%s) "
         "GROUP BY state_id"
+    ).format(**names)
+    comments_query = sql.SQL(
+        "SELECT record_kind, record_key, count(*) FROM {comment} WHERE record_key = ANY(%s) "
+        "AND addressed_in IS NULL AND resolved_at IS NULL GROUP BY record_kind, record_key"
     ).format(**names)
     snapshots_query = sql.SQL(
         "SELECT number, snapshot FROM {revision} WHERE number = ANY(%s)"
@@ -789,6 +794,8 @@ def _queue_reads(get: Callable[..., Callable[[], None]], repeats: int) -> dict[s
                 cursor.execute(page_query, [moment, pk, QUEUE_PAGE + 1])
                 rows = cursor.fetchall()[:QUEUE_PAGE]
                 cursor.execute(details_query, [[row[0] for row in rows]])
+                cursor.fetchall()
+                cursor.execute(comments_query, [[row[2] for row in rows]])
                 cursor.fetchall()
                 numbers = [row[5] for row in rows] + [row[6] for row in rows if row[6]]
                 cursor.execute(snapshots_query, [numbers])

@@ -198,7 +198,7 @@ def test_the_queue_page_costs_the_same_whatever_the_page(reviewed, reviewer, ana
     client = signed_in(make_user("third", "reviewer"))
     edit_case(analyst, CASE, summary="Limits", limits="Narrower limits.")
     few = queue_queries(client, "/review/")
-    assert few <= 8  # the session and its user, the count, the page, and four for its details
+    assert few <= 9  # the session and its user, the count, the page, and five for its details
     for n in range(30):
         create_source(analyst, f"SRC-MANY-{n:02}")
         edit_case(reviewer, "CP22-002", summary=f"Edit {n}", limits=f"Limits {n}.")
@@ -330,6 +330,9 @@ def test_requesting_changes_anchors_comments_and_writes_nothing_when_stale(
         (f"claims[{CLAIM}].statement", "Cite the PR."),
     ]
     assert list(comments[0].addressed_to.all()) == [analyst]
+    assert "2 open comments" in signed_in(analyst).get("/review/").content.decode()
+    listed = body(token_client(analyst).get("/api/v1/review-queue/"))["results"]
+    assert listed[0]["open_comments"] == 2
     # a path that names nothing is refused, with its code and path
     response = client.post(
         f"/review/case/{CASE}/request-changes/",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from claimsdb.models import Case, Claim, ReviewComment, ReviewState, ReviewStateAuthor, Revision
 from claimsdb.records import canonical, diff
@@ -107,6 +107,7 @@ class QueueItem:
     state: ReviewState
     authors: list[str] = field(default_factory=list)
     status: str = ""  # a case's status
+    open_comments: int = 0  # reviewers' comments no revision addressed yet
     origins: list[str] = field(default_factory=list)  # a case's claims' origins
     approved_document: dict[str, Any] | None = None
     latest_document: dict[str, Any] | None = None
@@ -142,6 +143,7 @@ class QueueItem:
             "authors": self.authors,
             "case_status": self.status or None,
             "claim_origins": self.origins,
+            "open_comments": self.open_comments,
             "changes": [change.as_dict() for change in self.changes],
         }
 
@@ -161,7 +163,7 @@ def queue_page(
     documents: bool = True,
 ) -> QueuePage:
     """The page of ``states`` (ordered by ``waiting_records``) after the cursor ``after``:
-    six queries whatever the page, the queue's length or its records' histories (five
+    seven queries whatever the page, the queue's length or its records' histories (six
     without ``documents``, the snapshots of the diffs; two fewer on a page without cases)."""
     count = states.count()
     page = states
@@ -177,8 +179,8 @@ def queue_page(
 
 
 def load_details(items: list[QueueItem], *, documents: bool = True) -> None:
-    """Fill in the authors, case statuses and claim origins (and the two documents of each
-    diff) of these items, a query each for all of them."""
+    """Fill in the authors, open comment counts, case statuses and claim origins (and the two
+    documents of each diff) of these items, a query each for all of them."""
     if not items:
         return
     by_state = {item.state.pk: item for item in items}
@@ -189,6 +191,16 @@ def load_details(items: list[QueueItem], *, documents: bool = True) -> None:
         .values_list("state_id", "author__username")
     ):
         by_state[state_id].authors.append(username)
+    records = Q(pk__in=[])
+    for kind in {item.kind for item in items}:
+        records |= Q(record_kind=kind, record_key__in=[i.key for i in items if i.kind == kind])
+    for kind, key, count in (
+        ReviewComment.objects.filter(records, addressed_in=None, resolved_at=None)
+        .order_by()
+        .values_list("record_kind", "record_key")
+        .annotate(n=Count("pk"))
+    ):
+        by_record[(kind, key)].open_comments = count
     case_keys = [item.key for item in items if item.kind == "case"]
     if case_keys:
         for key, status in Case.objects.filter(key__in=case_keys).values_list("key", "status"):
