@@ -7,7 +7,7 @@ import pytest
 from django.db import connections
 
 from claimsdb.integrity import verify_history
-from claimsdb.models import Case, Revision
+from claimsdb.models import Approval, Case, Revision
 from claimsdb.records import RuleViolations, bundle_document, record_document
 from claimsdb.services import bundle_load, case_update, revision_revert
 
@@ -66,6 +66,8 @@ def test_verify_catches_each_chained_field_edited(seeded, field, value):
 
 
 def test_verify_catches_a_deleted_revision(seeded):
+    # whoever deletes a revision must delete its approval first (it protects the revision)
+    Approval.objects.filter(revision__number=3).delete()
     Revision.objects.filter(number=3).delete()
     problems = verify_history()
     assert any("revision 3 missing" in p for p in problems)
@@ -92,6 +94,7 @@ def test_verify_catches_a_live_record_without_revisions(seeded, analyst):
     assert len(numbers) == 2
     # the latest of its revisions is the one compared: the record equals it
     assert verify_history() == []
+    Approval.objects.filter(record_key="CP22-003").delete()
     Revision.objects.filter(record_key="CP22-003").delete()
     problems = verify_history()
     assert "case CP22-003: exists but has no revision (written behind the ledger)" in problems

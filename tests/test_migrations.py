@@ -22,7 +22,9 @@ from django.core.management.color import no_style
 from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
+from claimsdb.integrity import verify_history
 from claimsdb.models import (
+    Approval,
     Figure,
     Release,
     ReleasedRevision,
@@ -40,11 +42,14 @@ from claimsdb.services import (
     revision_revert,
     source_withdraw,
 )
-from claimsdb.services.releases import release_publish
+from claimsdb.services.releases import release_plan, release_publish
+
+from .support import approve_all
 
 APP = "claimsdb"
 MIGRATIONS = Path(__file__).resolve().parent.parent / "claimsdb" / "migrations"
 BEFORE_DATA_MIGRATIONS = "0006_scope_lookup_indexes"  # the last before 0007
+BEFORE_APPROVALS = "0014_merge_branches"
 SEARCH_COLUMNS = (
     "scope",
     "kind",
@@ -83,6 +88,7 @@ def at_latest_afterwards(transactional_db):
 def write_history(reviewer, analyst) -> None:
     """Releases, edits, a withdrawn claim and source, a revert and an edit after the last
     release: every kind of revision and release entry the back-fills read."""
+    approve_all()
     release_publish(user=reviewer, notes="First")
     before_edit = Revision.objects.filter(record_kind="case", record_key="CP22-003").latest(
         "number"
@@ -102,6 +108,7 @@ def write_history(reviewer, analyst) -> None:
         user=analyst, claim_id="CLM-CP22-002-Z", summary="Withdrawn", reason="Superseded."
     )
     source_withdraw(user=analyst, key="SRC-SGLANG-PR-39229", summary="Withdrawn")
+    approve_all()
     release_publish(user=reviewer, notes="Second")
     revision_revert(user=reviewer, number=before_edit.number, summary="Back to the first")
     document = record_document("case", "CP22-002")
@@ -190,6 +197,36 @@ def test_the_data_migrations_fill_from_old_rows_what_the_write_path_writes(
     migrated = filled()
     for name, rows in written.items():
         assert migrated[name] == rows, name
+
+
+def test_upgrading_counts_every_released_revision_as_approved(
+    at_latest_afterwards, seeded, reviewer, analyst
+):
+    """0015 approves, for every record of the latest release, the revision it publishes:
+    nothing public disappears from the next release, and the approvals' chain verifies."""
+    write_history(reviewer, analyst)
+    release = Release.objects.order_by("-number").first()
+    released = sorted(
+        ReleaseEntry.objects.filter(release=release).values_list(
+            "record_kind", "record_key", "revision__number"
+        )
+    )
+    before = MigrationExecutor(connection).loader.project_state((APP, BEFORE_APPROVALS))
+    tables = rows_as_of(before.apps)
+    migrate(None)
+    put_back(migrate(BEFORE_APPROVALS), tables)
+    migrate(latest())
+
+    approvals = Approval.objects.order_by("number")
+    assert sorted(approvals.values_list("record_kind", "record_key", "revision_number")) == (
+        released
+    )
+    assert {a.reviewer_id for a in approvals} == {release.published_by_id}
+    assert verify_history() == []
+    plan = release_plan()
+    # every record keeps the revision the public sees; the edits since await review
+    assert plan.changed_count == 0
+    assert ("case", "CP22-002") in {(a.kind, a.key) for a in plan.awaiting}
 
 
 def test_the_search_vector_column_is_made_as_the_model_declares_it(db):
