@@ -26,7 +26,10 @@ Every figure is a ratio of two measurements made in the same run, on throwaway d
   the case list page and a search against the bare SQL behind what they show (a page of
   ``PAGE_SIZE`` cases by key with their claim counts, revisions, tags and current
   assessments, and the count; on GIN-indexed ``tsvector`` tables of case, claim and
-  source texts, the hits of each kind counted and a page of them highlighted), p95;
+  source texts, the hits of each kind counted and a page of them highlighted), p95; the
+  review queue's page (``/review/``) at its start and halfway down against the bare SQL of
+  its page (the waiting records along the queue's index, their count, authors, revision
+  counts and the two snapshots of each diff), p95;
 * the case list page signed out (the released record) against the API's list of the same
   cases, through gunicorn with ``gunicorn.conf.py`` (as ``make serve`` runs it) on the
   largest knowledge base once it is released, at ``--users`` (10) concurrent users, p95
@@ -86,6 +89,8 @@ from bench.harness import (  # noqa: E402  (the root is on the path from here on
 from bench.harness import run_child as run_script  # noqa: E402
 
 USER = "bench-reviewer"
+# a second reviewer, who approves what the first loaded before a release (four eyes)
+APPROVER = "bench-approver"
 PAGE_SIZE = 50  # rows of the list floor's page
 SEARCH_PAGE = 20  # hits on a page of search results (claimsdb.search.PER_PAGE)
 # the search floor's own tables: a GIN-indexed tsvector of each kind's texts
@@ -728,6 +733,79 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
             cursor.fetchall()
 
     result["search_floor"] = timed(search_floor, repeats)
+    result.update(_queue_reads(get, repeats))
+    return result
+
+
+def _queue_reads(get: Callable[..., Callable[[], None]], repeats: int) -> dict[str, list[float]]:
+    """The review queue's page (``/review/``, signed in as the reviewer) at its start and
+    halfway down, against the bare SQL behind what it shows: the page of waiting records
+    along the queue's partial index (with their revision counts), their count, the authors
+    and open comments of each, and the two snapshots of each diff (docs/review.md)."""
+    from django.db import connection
+    from psycopg import sql
+
+    from claimsdb.models import ReviewComment, ReviewState, ReviewStateAuthor, Revision
+    from claimsdb.selectors.review import PAGE_SIZE as QUEUE_PAGE
+    from claimsdb.selectors.review import encode_cursor
+
+    waiting = ReviewState.objects.filter(waiting_since__isnull=False).order_by(
+        "waiting_since", "id"
+    )
+    middle = waiting[waiting.count() // 2 : waiting.count() // 2 + 1].first()
+    after = encode_cursor(middle) if middle is not None else ""
+    result = {
+        "queue": timed(get("/review/"), repeats),
+        "queue_middle": timed(get("/review/", after=after), repeats),
+    }
+    names = {
+        "state": sql.Identifier(ReviewState._meta.db_table),
+        "author": sql.Identifier(ReviewStateAuthor._meta.db_table),
+        "revision": sql.Identifier(Revision._meta.db_table),
+        "comment": sql.Identifier(ReviewComment._meta.db_table),
+    }
+    page_query = sql.SQL(
+        "SELECT id, record_kind, record_key, waiting_since, waiting_from, latest_number, "
+        "approved_number, waiting_count, material FROM {state} WHERE waiting_since IS NOT NULL "
+        "AND (waiting_since, id) > (%s, %s) ORDER BY waiting_since, id LIMIT %s"
+    ).format(**names)
+    count_query = sql.SQL("SELECT count(*) FROM {state} WHERE waiting_since IS NOT NULL").format(
+        **names
+    )
+    details_query = sql.SQL(
+        "SELECT state_id, array_agg(author_id) FROM {author} WHERE state_id = ANY(%s) "
+        "GROUP BY state_id"
+    ).format(**names)
+    comments_query = sql.SQL(
+        "SELECT record_kind, record_key, count(*) FROM {comment} WHERE record_key = ANY(%s) "
+        "AND addressed_in IS NULL AND resolved_at IS NULL GROUP BY record_kind, record_key"
+    ).format(**names)
+    snapshots_query = sql.SQL(
+        "SELECT number, snapshot FROM {revision} WHERE number = ANY(%s)"
+    ).format(**names)
+    start = (middle.waiting_since, middle.pk) if middle is not None else None
+
+    def floor(since: Any) -> Callable[[], None]:
+        def run() -> None:
+            with connection.cursor() as cursor:
+                cursor.execute(count_query)
+                cursor.fetchone()
+                moment, pk = since or ("-infinity", 0)
+                cursor.execute(page_query, [moment, pk, QUEUE_PAGE + 1])
+                rows = cursor.fetchall()[:QUEUE_PAGE]
+                cursor.execute(details_query, [[row[0] for row in rows]])
+                cursor.fetchall()
+                cursor.execute(comments_query, [[row[2] for row in rows]])
+                cursor.fetchall()
+                numbers = [row[5] for row in rows] + [row[6] for row in rows if row[6]]
+                cursor.execute(snapshots_query, [numbers])
+                for _, snapshot in cursor.fetchall():
+                    json.loads(snapshot)
+
+        return run
+
+    result["queue_floor"] = timed(floor(None), repeats)
+    result["queue_middle_floor"] = timed(floor(start), repeats)
     return result
 
 
@@ -843,8 +921,9 @@ def make_template(dbs: Databases) -> str:
     from django.db import connection
 
     dbs.migrated("template")
-    user = User.objects.create_user(USER)
-    user.groups.add(Group.objects.get(name="reviewer"))
+    for name in (USER, APPROVER):
+        user = User.objects.create_user(name)
+        user.groups.add(Group.objects.get(name="reviewer"))
     name = connection.settings_dict["NAME"]
     connection.close()
     return name
@@ -970,6 +1049,11 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
             timed[(label, name)] = traced[(label, name)] = command(
                 url, label, *args, runs="both", **options
             )
+        # releases publish approved revisions: the loads wait for review until now (the
+        # review queue was measured with every record waiting)
+        log(f"approve --all: {sizes[name]:,} cases …")
+        for target in (url, *([pub_copies[name]] if traced_runs else [])):
+            command(target, "approve", all=True, user=APPROVER)
         log(f"publish_release: {sizes[name]:,} cases (timed, traced) …")
         notes = {"user": USER, "notes": "Benchmark release"}
         timed[("publish_release", name)] = command(url, "publish_release", **notes)
@@ -1024,6 +1108,12 @@ def measure(dbs: Databases, template: str, folder: Path, o: argparse.Namespace) 
     found, found_floor = p95(reads["search"]), p95(reads["search_floor"])
     rows.append(Row(f"search ?q={word} vs GIN tsvector SQL ({big_n:,} cases, p95)", ms(found),
                     ms(found_floor), found / found_floor, "≤ 3"))  # fmt: skip
+    queue, queue_floor = p95(reads["queue"]), p95(reads["queue_floor"])
+    rows.append(Row(f"GET /review/ vs bare SQL page ({big_n:,} cases waiting, p95)", ms(queue),
+                    ms(queue_floor), queue / queue_floor, "≤ 3"))  # fmt: skip
+    queue, queue_floor = p95(reads["queue_middle"]), p95(reads["queue_middle_floor"])
+    rows.append(Row("GET /review/ halfway down vs bare SQL page (p95)", ms(queue),
+                    ms(queue_floor), queue / queue_floor, "≤ 3"))  # fmt: skip
     page, api = lists["page"]["p95"], lists["api"]["p95"]
     rows.append(Row(f"GET /cases/ signed out vs /api/v1/cases/ at {o.users} users (p95)",
                     ms(page), ms(api), page / api, "≤ 1.5"))  # fmt: skip

@@ -45,10 +45,12 @@ from claimsdb.models import (
     ClaimIdReservation,
     Release,
     ReleaseEntry,
+    ReviewState,
     Revision,
 )
 from claimsdb.records import canonical, record_document
 from claimsdb.records.kinds import record_kinds
+from claimsdb.selectors import review
 from claimsdb.selectors.revisions import latest_revision_number, record_revision
 from claimsdb.services.permissions import RANK, loaded_role
 
@@ -259,3 +261,27 @@ def visible_records(user: User, kind: str) -> QuerySet | public.ReleasedRecords:
         .values("number")[:1]
     )
     return record_kinds.get(kind).rows().annotate(revision=Subquery(latest))
+
+
+# --- review -------------------------------------------------------------------------------
+
+
+def may_see_review_queue(user: User) -> bool:
+    """Analysts and reviewers open the review queue; viewers have no changes to follow."""
+    return holds_role(user, "analyst")
+
+
+def review_queue(user: User, states: QuerySet[ReviewState]) -> QuerySet[ReviewState]:
+    """The waiting records among ``states`` this user sees in the queue: every one for a
+    reviewer, those with a change of their own for an analyst, none otherwise."""
+    if may_approve(user):
+        return states
+    if may_see_review_queue(user) and isinstance(user, Account):
+        return review.waiting_for(states, user)
+    return states.none()
+
+
+def may_see_review_comments(user: User) -> bool:
+    """Review comments belong to the working state: readers of it see them (on record and
+    edit pages); the public never does."""
+    return may_read_working_state(user)

@@ -453,6 +453,25 @@ class PaginationCode(Code):
     )
 
 
+class ReviewCode(Code):
+    """Reviewing a change: requesting changes and the review queue (docs/review.md)."""
+
+    COMMENT_MISSING = (
+        "review.comment_missing",
+        "a request for changes needs at least one comment, each with text (and within the "
+        "limits on their number and length)",
+    )
+    PATH_UNKNOWN = (
+        "review.path_unknown",
+        "a comment's path names nothing in the revision reviewed: a field (`limits`), an "
+        "item by its ID (`claims[CLM-CP22-004-C].statement`), or empty for the whole record",
+    )
+    CURSOR_INVALID = (
+        "review.cursor_invalid",
+        "?after= is not a place in the review queue: take it from a page's next link",
+    )
+
+
 class ServerCode(Code):
     """An error of the server itself, not of the request."""
 
@@ -565,6 +584,7 @@ FAMILIES: tuple[type[Code], ...] = (
     InputCode,
     SigninCode,
     DrfCode,
+    ReviewCode,
 )
 REGISTERED: dict[str, Code] = {code.value: code for family in FAMILIES for code in family}
 # The codes of claimsdb's own errors that the API and the importer report, with their meaning

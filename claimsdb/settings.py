@@ -134,6 +134,23 @@ BACKUP_KEY = os.environ.get("BACKUP_KEY", "")
 # (docs/write-path.md, "Measuring the critical section"); empty: nothing is logged.
 WRITE_TIMING_LOG = os.environ.get("CLAIMSDB_WRITE_TIMING", "")
 
+# Mail (docs/review.md, "Your review feed"): requested changes reach their authors. SMTP
+# when EMAIL_HOST is set; otherwise printed on the console in development and not sent in
+# production (the comments are in the authors' feeds either way).
+if os.environ.get("EMAIL_HOST"):
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_HOST = os.environ["EMAIL_HOST"]
+    EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "587"))
+    EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = env_flag("EMAIL_USE_TLS", default=True)
+    EMAIL_TIMEOUT = 10
+elif DEBUG:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.dummy.EmailBackend"
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "claimsdb@localhost")
+
 MIDDLEWARE = [
     # probes first: no login, no HTTPS redirect, no host check (docs/operations.md)
     "claimsdb.web.health.HealthCheckMiddleware",

@@ -11,6 +11,7 @@ urlpatterns = [
     path("", include("claimsdb.web.urls")),
     path("", include("claimsdb.web.import_urls")),
     path("", include("claimsdb.web.release_urls")),
+    path("", include("claimsdb.web.review_urls")),
     path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

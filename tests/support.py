@@ -359,6 +359,15 @@ REVIEWER_PAGES = [
     f"/methods/new/?from={METHOD}",
 ]
 ALL_EDIT_PAGES = ANALYST_PAGES + REVIEWER_PAGES
+# The review pages (docs/review.md): analysts open them (their own waiting changes),
+# reviewers act on them; viewers and users without a role are refused, visitors sign in.
+REVIEW_PAGES = [
+    "/review/",
+    "/review/?kind=case&status=ready",
+    f"/review/case/{CASE}/",
+    f"/review/source/{SOURCE}/",
+    f"/review/method/{METHOD}/",
+]
 
 
 @dataclass

@@ -22,6 +22,8 @@ MEASURES = (
     "GET /api/v1/cases/<key>/ vs psycopg + json.dumps",
     "GET /cases/ vs bare SQL page",
     "search ?q=",
+    "GET /review/ vs bare SQL page",
+    "GET /review/ halfway down vs bare SQL page",
     "GET /cases/ signed out vs /api/v1/cases/ at 10 users",
     "verify_history vs stream + sha256",
     "publish_release rate at 24 vs 12 cases",
@@ -107,7 +109,7 @@ def test_quick_run_prints_every_row_and_drops_its_databases(traced):
         (row,) = rows
         # value, baseline, a ratio and a verdict, all measured
         assert re.search(r"\s\d+\.\d\d\s+(≤ [\d.]+|≥ [\d.]+|–)\s+(met|NOT MET|–)$", row), row
-    assert re.fullmatch(rf"\d+ of {21 if traced else 16} targets met", lines[-1])
+    assert re.fullmatch(rf"\d+ of {23 if traced else 18} targets met", lines[-1])
     # the write-throughput table: a row per number of concurrent writers, all measured
     at = lines.index("Write throughput at 24 cases (PUT with If-Match, distinct cases):")
     assert lines[at + 1].split()[:2] == ["concurrent", "writers"]

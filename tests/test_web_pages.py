@@ -8,9 +8,12 @@ from django.urls import reverse
 from .support import (
     ALL_EDIT_PAGES,
     ANALYST_PAGES,
+    REVIEW_PAGES,
     REVIEWER_PAGES,
     case_doc,
+    edit_case,
     edit_form,
+    make_user,
     page_forms,
     revision_count,
     revision_numbers,
@@ -120,6 +123,22 @@ def test_editing_pages_follow_the_roles(request, seeded, role, analyst_status, r
         assert client.get(url).status_code == analyst_status, url
     for url in REVIEWER_PAGES:
         assert client.get(url).status_code == reviewer_status, url
+
+
+@pytest.mark.parametrize(
+    ("role", "status"),
+    [(None, 302), ("nobody", 403), ("viewer", 403), ("analyst", 200), ("reviewer", 200)],
+)
+def test_review_pages_follow_the_roles(request, seeded, role, status):
+    edit_case(make_user("author", "analyst"), CASE, summary="Waits", limits="Waiting limits.")
+    client = signed_in(request.getfixturevalue(role) if role else None)
+    for url in REVIEW_PAGES:
+        response = client.get(url)
+        assert response.status_code == status, url
+        if status == 302:
+            assert response["Location"].startswith("/accounts/login/?next="), url
+    html = client.get(f"/review/case/{CASE}/").content.decode() if status == 200 else ""
+    assert ("/approve/" in html) == (role == "reviewer")
 
 
 def test_viewers_see_no_edit_controls(seeded, viewer):

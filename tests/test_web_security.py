@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.test import Client
 
-from .support import ALL_EDIT_PAGES, page_forms, signed_in
+from .support import ALL_EDIT_PAGES, REVIEW_PAGES, page_forms, signed_in
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -38,7 +38,7 @@ def test_no_template_has_inline_script_style_or_handlers():
 
 def test_every_post_form_carries_a_csrf_token(seeded, reviewer):
     client = signed_in(reviewer)
-    for url in [*ALL_EDIT_PAGES, "/cases/CP22-003/", "/cases/CP22-003/claims/"]:
+    for url in [*ALL_EDIT_PAGES, *REVIEW_PAGES, "/cases/CP22-003/", "/cases/CP22-003/claims/"]:
         for form in page_forms(client.get(url).content.decode()):
             if form.method == "post":
                 assert "csrfmiddlewaretoken" in form.names(), url

@@ -96,3 +96,11 @@ class RecordPermission(RolePermission):
         if request.method in SAFE_METHODS:
             return self.read_role
         return record_kinds.get(view.kind).write_role
+
+
+class ReviewQueuePermission(RolePermission):
+    """The review queue: analysts read it (their own waiting changes), reviewers read all of
+    it and answer (``access.review_queue``)."""
+
+    read_role = "analyst"
+    write_role = "reviewer"

@@ -8,7 +8,7 @@ rather than the site's HTML page.
 
 from django.urls import path, register_converter
 
-from . import approval_views, auth_views, docs_views, revision_views, views
+from . import approval_views, auth_views, docs_views, review_views, revision_views, views
 from .approval_views import RECORD_APPROVAL_VIEWS
 
 
@@ -66,6 +66,12 @@ urlpatterns = [
     path("rules/<key:key>/", views.RuleDetailView.as_view(), name="rule-detail"),
     path("methods/", views.MethodListView.as_view(), name="method-list"),
     path("methods/<key:key>/", views.MethodDetailView.as_view(), name="method-detail"),
+    path("review-queue/", review_views.ReviewQueueView.as_view(), name="review-queue"),
+    path(
+        "review-queue/<str:kind>/<key:key>/comments/",
+        review_views.RecordCommentsView.as_view(),
+        name="review-comments",
+    ),
     path("revisions/", revision_views.RevisionListView.as_view(), name="revision-list"),
     path(
         "revisions/<key:number>/",

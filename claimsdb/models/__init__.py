@@ -11,6 +11,7 @@ from .claims import Claim, ClaimIdReservation, EvidenceLink
 from .drafts import FormDraft
 from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
 from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
+from .review import ReviewComment, ReviewCommentRecipient, ReviewState, ReviewStateAuthor
 from .revisions import LedgerHead, Revision, WriteFootprint
 from .scope import ScopeRule
 from .search import SearchEntry, SearchKind, SearchScope
@@ -39,6 +40,10 @@ __all__ = [
     "ReleasedTerm",
     "ReproductionRun",
     "ReproductionScenario",
+    "ReviewComment",
+    "ReviewCommentRecipient",
+    "ReviewState",
+    "ReviewStateAuthor",
     "Revision",
     "ScopeRule",
     "SearchEntry",

@@ -39,6 +39,7 @@ from claimsdb.records.kinds import record_kinds
 
 from .ledger import GENESIS_HASH, format_time, lock_head
 from .permissions import require_role
+from .review_queue import records_approved
 
 __all__ = [
     "GENESIS_HASH",
@@ -153,6 +154,7 @@ def approve(
         )
         approval.save()
         head.save(update_fields=["approval_number", "approval_hash"])
+        records_approved([approval])
         return approval
 
 
@@ -262,6 +264,7 @@ def _approve_batch(
             )
         )
     Approval.objects.bulk_create(rows)
+    records_approved(rows)
     outcome.approved += rows
 
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from claimsdb.models import LedgerHead, Revision
 from claimsdb.records import dumps_compact, record_date, sha256_text
 
+from .review_queue import revisions_written
 from .rows import insert_rows
 
 GENESIS_HASH = "0" * 64
@@ -197,6 +198,8 @@ class RevisionChain:
             )
             for revision in self.revisions:
                 revision.pk = pks[revision.number]
+        # the review queue follows the ledger in the same transaction (docs/review.md)
+        revisions_written(self.revisions)
         self.revisions = []
         self.head.save(update_fields=["number", "chain_hash"])
 

@@ -191,6 +191,11 @@ class RecordEditView(View):
     def success_url(self, document: dict[str, Any]) -> str:
         raise NotImplementedError
 
+    def review_scope(self) -> str:
+        """The part of the record this page edits, for placing review comments at its
+        fields (``claims[CLM-X]`` on a claim's page; empty: the record's own fields)."""
+        return ""
+
     def cancel_url(self) -> str:
         return self.success_url(self.document) if self.document else "/"
 
@@ -418,6 +423,7 @@ class RecordEditView(View):
             "page_title": self.page_title,
             "record_kind": self.kind,
             "record_key": self.record_key() if self.mode == "update" else "",
+            "review_scope": self.review_scope(),
             "document": self.document,
             "forms": section,
             "save_form": save,

@@ -144,6 +144,9 @@ class ClaimEditView(RecordEditView):
     def default_summary(self) -> str:
         return f"Edit claim {self.claim_id}" if self.claim_id else "Add a claim"
 
+    def review_scope(self) -> str:
+        return f"claims[{self.claim_id}]" if self.claim_id else ""
+
     def claim_index(self, document) -> int:
         if self.claim_id is None:
             return len(document["claims"])
