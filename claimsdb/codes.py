@@ -409,6 +409,34 @@ class ReleaseCode(Code):
     NOT_FOUND = "release.not_found", "there is no release with that number (HTTP 404)"
 
 
+class WebhookCode(Code):
+    """Webhook subscriptions and their deliveries (docs/integrations.md)."""
+
+    URL_INVALID = (
+        "webhook.url_invalid",
+        "a receiver URL that is not an http(s) URL with a host (or that carries credentials "
+        "or a fragment)",
+    )
+    URL_UNRESOLVED = "webhook.url_unresolved", "a receiver URL whose host does not resolve"
+    URL_REFUSED = (
+        "webhook.url_refused",
+        "a receiver URL whose host resolves to a private, loopback, link-local or other "
+        "non-public address (allowed only with WEBHOOKS_ALLOW_PRIVATE)",
+    )
+    EVENTS_REQUIRED = "webhook.events_required", "a subscription names no event"
+    EVENT_UNKNOWN = "webhook.event_unknown", "an event type that is not one claimsdb sends"
+    FILTER_INVALID = (
+        "webhook.filter_invalid",
+        "a filter value that cannot match: an unknown record kind, a malformed case key, an "
+        "empty tag, or a filter that is not a list of strings",
+    )
+    NOT_FOUND = "webhook.not_found", "no such subscription or delivery (HTTP 404)"
+    NOT_OWNER = (
+        "webhook.not_owner",
+        "only the reviewer who made a subscription reads or changes its secret (HTTP 403)",
+    )
+
+
 class PaginationCode(Code):
     """The API's cursors through the revision feed."""
 
@@ -524,6 +552,7 @@ FAMILIES: tuple[type[Code], ...] = (
     ImportCode,
     ImportNowCode,
     ReleaseCode,
+    WebhookCode,
     PaginationCode,
     ServerCode,
     RequestCode,
