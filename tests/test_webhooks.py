@@ -379,3 +379,84 @@ def test_imports_are_reported_finished_or_failed_with_their_case(
     assert failed["type"] == "import.failed"
     assert failed["data"]["import"]["id"] == again.id
     assert failed["data"]["import"]["codes"]
+
+
+def test_a_fan_out_batch_costs_the_same_queries_however_long_the_ledger(
+    seeded, reviewer, private_allowed
+):
+    """A batch reads its revisions along the ledger's index and inserts its deliveries in
+    one statement: the same queries for 2 revisions as for 20 (and a 1,000,000-revision
+    ledger is 2,000 such batches)."""
+    from .support import queries_of
+
+    url = f"http://127.0.0.1:{free_port()}/hooks"
+    subscribe(reviewer, url, tags=["rdma"])  # a tag filter: snapshots are read too
+    subscribe(reviewer, url, kinds=["case"])
+
+    def edits(count: int) -> None:
+        for n in range(count):
+            edit_case(reviewer, CASE, summary=f"Edit {n}", title=f"Title {n} {count}")
+
+    edits(2)
+    few = queries_of(lambda: fanout.fan_out_batch(batch_size=50))
+    made = WebhookDelivery.objects.count()
+    edits(20)
+    many = queries_of(lambda: fanout.fan_out_batch(batch_size=50))
+    assert WebhookDelivery.objects.count() - made == 40
+    assert many == few
+    # handing out due deliveries: the same queries for 4 as for 44 (the jobs aside)
+    clock = Clock()
+    first = WebhookDelivery.objects.order_by("pk").values_list("pk", flat=True)[4]
+    WebhookDelivery.objects.filter(pk__gte=first).update(next_attempt_at=clock.now)
+    WebhookDelivery.objects.filter(pk__lt=first).update(
+        next_attempt_at=clock.now - dt.timedelta(seconds=1)
+    )
+    handed: list[int] = []
+    due_few = queries_of(
+        lambda: handed.extend(
+            enqueue_due(clock=lambda: clock.now - dt.timedelta(seconds=1), enqueue=noop)
+        )
+    )
+    due_many = queries_of(lambda: handed.extend(enqueue_due(clock=clock, enqueue=noop)))
+    assert len(handed) == 44 and due_many == due_few
+
+
+def noop(pk: int, token: str) -> None:
+    pass
+
+
+def test_nobody_listening_moves_the_cursor_without_reading_the_ledger(seeded, reviewer):
+    from claimsdb.models import LedgerHead, WebhookCursor
+
+    from .support import queries_of
+
+    edit_case(reviewer, CASE, summary="Edit", title="Edited")
+    queries = queries_of(fanout.fan_out)
+    assert WebhookCursor.objects.get().revision == LedgerHead.objects.get().number
+    assert queries <= 8
+
+
+def test_the_command_redelivers_the_failed_deliveries(seeded, reviewer, analyst, settings):
+    from django.core.management import CommandError, call_command
+
+    settings.WEBHOOKS_ALLOW_PRIVATE = True
+    subscription = subscribe(reviewer, f"http://127.0.0.1:{free_port()}/hooks")
+    for n in range(3):
+        edit_case(reviewer, CASE, summary=f"Edit {n}", title=f"T {n}")
+    fanout.fan_out()
+    WebhookDelivery.objects.filter(sequence__lte=2).update(status="failed", next_attempt_at=None)
+    with pytest.raises(CommandError, match="reviewer"):
+        call_command(
+            "redeliver_webhooks", "--subscription", str(subscription.pk), "--user", "analyst"
+        )
+    out = io.StringIO()
+    call_command(
+        "redeliver_webhooks",
+        "--subscription",
+        str(subscription.pk),
+        "--user",
+        "reviewer",
+        stdout=out,
+    )
+    assert out.getvalue().startswith("2 deliveries")
+    assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"pending"}

@@ -132,7 +132,9 @@ def send(delivery_id: int, token: str, *, clock: Clock = timezone.now) -> str:
     ).update(leased_until=now + lease_time())
     if not claimed:
         return f"delivery {delivery_id}: not this job's to send"
-    delivery = WebhookDelivery.objects.select_related("subscription").get(pk=delivery_id)
+    delivery = WebhookDelivery.objects.select_related("subscription").filter(pk=delivery_id).first()
+    if delivery is None:
+        return f"delivery {delivery_id}: deleted with its subscription"
     subscription = delivery.subscription
     moment = clock()
     try:

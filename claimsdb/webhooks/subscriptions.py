@@ -57,9 +57,11 @@ def _strings(value: Any, path: str, problems: list[RuleViolation]) -> list[str] 
     return list(value)
 
 
-def clean(values: dict[str, Any]) -> dict[str, Any]:
+def clean(values: dict[str, Any], *, resolved: str = "") -> dict[str, Any]:
     """The subscription's fields checked and normalized; raises ``RuleViolations`` naming
-    every problem."""
+    every problem. The URL's host is resolved and its addresses checked unless it is
+    ``resolved`` (the subscription's URL as it is: changing another field of a subscription
+    whose receiver is away does not depend on its name resolving now)."""
     problems: list[RuleViolation] = []
     cleaned: dict[str, Any] = {}
     url = values.get("url")
@@ -71,7 +73,8 @@ def clean(values: dict[str, Any]) -> dict[str, Any]:
         )
     else:
         try:
-            resolve(url.strip())
+            if url.strip() != resolved:
+                resolve(url.strip())
             cleaned["url"] = url.strip()
         except AddressRefused as refused:
             problems.append(RuleViolation(refused.code, refused.message, "url"))
@@ -183,7 +186,7 @@ def subscription_update(
         for name in unknown
     ]
     try:
-        cleaned = clean({**current, **values}) if not problems else {}
+        cleaned = clean({**current, **values}, resolved=subscription.url) if not problems else {}
     except RuleViolations as refusal:
         problems.extend(refusal.violations)
     if problems:
