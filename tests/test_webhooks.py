@@ -460,3 +460,52 @@ def test_the_command_redelivers_the_failed_deliveries(seeded, reviewer, analyst,
     )
     assert out.getvalue().startswith("2 deliveries")
     assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"pending"}
+
+
+def test_a_paused_subscription_holds_its_deliveries_and_sends_them_on_resuming(
+    seeded, reviewer, private_allowed
+):
+    from claimsdb.webhooks.subscriptions import subscription_update
+
+    with receiving() as receiver:
+        subscription = subscribe(reviewer, receiver.url, events=["revision.written"])
+        first = edit_case(reviewer, CASE, summary="Before the pause", title="One")
+        fanout.fan_out()
+        subscription_update(user=reviewer, subscription=subscription, values={"active": False})
+        second = edit_case(reviewer, CASE, summary="While paused", title="Two")
+        assert work() == []  # made, and held
+        assert receiver.received == []
+        held = WebhookDelivery.objects.order_by("sequence")
+        assert [(d.revision, d.next_attempt_at) for d in held] == [(first, None), (second, None)]
+        subscription_update(user=reviewer, subscription=subscription, values={"active": True})
+        work()
+        got = sorted(json.loads(m.body)["ledger"]["revision"] for m in receiver.received)
+    assert got == [first, second]
+
+
+def test_a_background_import_that_fails_is_reported(seeded, reviewer, analyst, spool, settings):
+    from pathlib import Path
+
+    from claimsdb.importers import jobs
+    from claimsdb.models import ImportReport
+
+    from .support import ROOT
+
+    settings.WEBHOOKS_ALLOW_PRIVATE = True
+    subscription = subscribe(reviewer, f"http://127.0.0.1:{free_port()}/hooks")
+    valid = ROOT / "fixtures" / "repro" / "valid" / "valid-small.json"
+    with valid.open("rb") as upload:
+        queued = jobs.import_enqueue(user=analyst, upload=upload, filename="run.json")
+    fanout.fan_out()
+    assert not WebhookDelivery.objects.exists()  # queued is no outcome yet
+    Path(ImportReport.objects.get(pk=queued.id).stored_file).unlink()  # the job will fail
+    with pytest.raises(FileNotFoundError):
+        jobs.run_import_job.call(queued.id)
+    fanout.fan_out()
+    (delivery,) = WebhookDelivery.objects.filter(subscription=subscription)
+    payload = json.loads(delivery.payload)
+    assert payload["type"] == "import.failed"
+    assert (payload["data"]["import"]["id"], payload["data"]["import"]["outcome"]) == (
+        queued.id,
+        "failed",
+    )

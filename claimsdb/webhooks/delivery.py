@@ -200,7 +200,21 @@ def record_attempt(
     return f"delivery {delivery.pk} attempt {number}: {code} → {status}"
 
 
-# --- redelivery ----------------------------------------------------------------------------
+# --- pausing and redelivery ----------------------------------------------------------------
+
+
+def hold(subscription_id: int, *, held: bool, clock: Clock = timezone.now) -> int:
+    """Hold a paused subscription's pending deliveries (no next attempt: the due ones are
+    read along an index that leaves them out, however many there are), or let them go again
+    when it is active, due now with a new retry window. Returns how many."""
+    pending = WebhookDelivery.objects.filter(subscription_id=subscription_id, status=PENDING)
+    if held:
+        # a job sending one now cannot record its attempt: it is sent again on resuming
+        return pending.update(next_attempt_at=None, leased_until=None, lease_token="")
+    now = clock()
+    return pending.filter(next_attempt_at__isnull=True).update(
+        next_attempt_at=now, window_started_at=now
+    )
 
 
 def redeliver(delivery_ids: Iterable[int], *, clock: Clock = timezone.now) -> int:

@@ -10,7 +10,7 @@ Two sources, both written in the transaction of the change they report:
   out.
 
 A batch runs in one transaction holding the cursor's row lock: it reads up to
-``batch_size`` revisions and events, matches them against the active subscriptions (read
+``batch_size`` revisions and events, matches them against the subscriptions (read
 once per batch, with their owners' roles), inserts the deliveries, numbers them in each
 subscription's sequence and moves the cursor. A crash anywhere rolls the whole batch back,
 to be done again; nothing is fanned out twice, nothing skipped. The cost of a batch is a
@@ -108,9 +108,10 @@ def lock_cursor() -> WebhookCursor:
 
 
 def subscribers() -> list[WebhookSubscription]:
-    """The active subscriptions whose owners may still receive what they send (the role
-    is looked up again here, with the owners, in one query)."""
-    subscriptions = list(WebhookSubscription.objects.filter(active=True).order_by("pk"))
+    """The subscriptions whose owners may still receive what they send (the role is looked
+    up again here, with the owners, in one query). Paused ones too: their deliveries are
+    made and held until they are active again."""
+    subscriptions = list(WebhookSubscription.objects.order_by("pk"))
     owners = {
         user.pk: user
         for user in User.objects.filter(pk__in={s.owner_id for s in subscriptions}).annotate(
@@ -290,7 +291,7 @@ def _deliveries(
                 DeliveryStatus.PENDING.value,
                 now,
                 0,
-                now,
+                now if subscription.active else None,  # held while it is paused
                 now,
                 "",
                 "",

@@ -193,9 +193,12 @@ def subscription_update(
         raise RuleViolations(problems)
     with transaction.atomic():
         require_role(user, ROLE, "changing a webhook subscription")
+        was_active = subscription.active
         for name, value in cleaned.items():
             setattr(subscription, name, value)
         subscription.save(update_fields=list(cleaned))
+        if was_active != subscription.active:
+            delivery.hold(subscription.pk, held=not subscription.active)
     return subscription
 
 
