@@ -509,3 +509,28 @@ def test_a_background_import_that_fails_is_reported(seeded, reviewer, analyst, s
         queued.id,
         "failed",
     )
+
+
+def test_the_worker_sends_through_the_task_queue_without_flooding_it(
+    seeded, reviewer, private_allowed, monkeypatch
+):
+    from django.core.management import call_command
+
+    from claimsdb.webhooks import jobs
+
+    def worker() -> None:
+        call_command("db_worker", "--batch", "--no-startup-delay", "--interval", "0", verbosity=0)
+
+    monkeypatch.setattr(jobs, "QUEUED_AT_MOST", 3)
+    with receiving() as receiver:
+        subscribe(reviewer, receiver.url, events=["revision.written"])
+        for n in range(5):
+            edit_case(reviewer, CASE, summary=f"Edit {n}", title=f"T {n}")
+        assert jobs.pump() == (5, 3)
+        assert jobs.pump() == (0, 0)  # three jobs wait: no more are handed out
+        assert jobs.waiting_jobs() == 3
+        worker()  # its pump finds no room; it runs the three jobs
+        assert len(receiver.received) == 3
+        worker()  # its pump hands out the last two, then runs them
+        assert len(receiver.received) == 5
+    assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"succeeded"}
