@@ -299,3 +299,16 @@ def test_a_subscription_is_paused_on_the_page(reviewer):
 
 def test_api_client_without_token_is_refused_too(reviewer):
     assert api_client(None).get(API).status_code in (401, 403)
+
+
+def test_deleting_a_subscription_deletes_its_deliveries_a_batch_at_a_time(reviewer, monkeypatch):
+    from claimsdb.webhooks import subscriptions
+
+    monkeypatch.setattr(subscriptions, "DELETE_BATCH", 7)
+    subscription = make_subscription(reviewer)
+    kept = make_subscription(reviewer)
+    make_deliveries(subscription, 30)
+    make_deliveries(kept, 2)
+    subscriptions.subscription_delete(user=reviewer, subscription=subscription)
+    assert list(WebhookDelivery.objects.values_list("subscription", flat=True)) == [kept.pk] * 2
+    assert WebhookAttempt.objects.count() == 2

@@ -20,7 +20,7 @@ from django.db import transaction
 from claimsdb.access import may_read_webhook_secret
 from claimsdb.choices import CASE_KEY_PATTERN
 from claimsdb.codes import WebhookCode
-from claimsdb.models import WebhookDelivery, WebhookSubscription
+from claimsdb.models import WebhookAttempt, WebhookDelivery, WebhookSubscription
 from claimsdb.records import PermissionDenied, RuleViolation, RuleViolations
 from claimsdb.records.kinds import record_kinds
 from claimsdb.records.schema import normalize_tag
@@ -202,10 +202,18 @@ def subscription_update(
     return subscription
 
 
+DELETE_BATCH = 2000
+
+
 def subscription_delete(*, user: User, subscription: WebhookSubscription) -> None:
-    """Delete a subscription with its deliveries (pending ones are never sent)."""
+    """Delete a subscription with its deliveries (pending ones are never sent), a batch of
+    deliveries at a time: a cascade would first load every one of them."""
     with transaction.atomic():
         require_role(user, ROLE, "deleting a webhook subscription")
+        deliveries = WebhookDelivery.objects.filter(subscription=subscription)
+        while ids := list(deliveries.order_by("pk").values_list("pk", flat=True)[:DELETE_BATCH]):
+            WebhookAttempt.objects.filter(delivery_id__in=ids).delete()
+            WebhookDelivery.objects.filter(pk__in=ids).delete()
         subscription.delete()
 
 
