@@ -427,8 +427,9 @@ class WebhookCode(Code):
     EVENT_UNKNOWN = "webhook.event_unknown", "an event type that is not one claimsdb sends"
     FILTER_INVALID = (
         "webhook.filter_invalid",
-        "a filter value that cannot match: an unknown record kind, a malformed case key, an "
-        "empty tag, or a filter that is not a list of strings",
+        "a subscription field that cannot be: an unknown record kind, a malformed case key, "
+        "an empty tag, a filter that is not a list of strings, a description too long, or a "
+        "field a subscription does not have",
     )
     NOT_FOUND = "webhook.not_found", "no such subscription or delivery (HTTP 404)"
     NOT_OWNER = (

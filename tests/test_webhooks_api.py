@@ -111,6 +111,13 @@ def test_a_refusal_names_every_problem_and_makes_nothing(reviewer, settings):
     settings.WEBHOOKS_ALLOW_PRIVATE = True
     empty = token_client(reviewer).post(API, {"url": URL, "events": []}, format="json")
     assert [e["code"] for e in empty.json()["errors"]] == ["webhook.events_required"]
+    unknown = token_client(reviewer).post(
+        API, {"url": URL, "events": ["revision.written"], "secret": "whsec_mine"}, format="json"
+    )
+    assert [(e["code"], e["path"]) for e in unknown.json()["errors"]] == [
+        ("webhook.filter_invalid", "secret")
+    ]
+    assert not WebhookSubscription.objects.exists()
 
 
 def test_the_secret_is_its_owners(reviewer):

@@ -159,10 +159,23 @@ def clean(values: dict[str, Any], *, resolved: str = "") -> dict[str, Any]:
     return cleaned
 
 
+def _unknown_fields(values: dict[str, Any]) -> list[RuleViolation]:
+    return [
+        RuleViolation(WebhookCode.FILTER_INVALID, "not a field of a subscription", name)
+        for name in sorted(set(values) - set(FIELDS))
+    ]
+
+
 def subscription_create(*, user: User, values: dict[str, Any]) -> WebhookSubscription:
     """Make a subscription; it is told of what happens from now on (revisions after the
     ledger's head). Its secret is generated here."""
-    cleaned = clean(values)
+    unknown = _unknown_fields(values)
+    try:
+        cleaned = clean(values)
+    except RuleViolations as refusal:
+        raise RuleViolations(unknown + refusal.violations) from None
+    if unknown:
+        raise RuleViolations(unknown)
     with transaction.atomic():
         require_role(user, ROLE, "subscribing to webhooks")
         # The head read under the fan-out's lock: a fan-out that did not see this
@@ -179,12 +192,8 @@ def subscription_update(
 ) -> WebhookSubscription:
     """Change some of a subscription's fields (those in ``values``; the others kept). What
     was already delivered or is waiting to be delivered is not changed."""
-    unknown = sorted(set(values) - set(FIELDS))
     current = {name: getattr(subscription, name) for name in FIELDS}
-    problems = [
-        RuleViolation(WebhookCode.FILTER_INVALID, "not a field of a subscription", name)
-        for name in unknown
-    ]
+    problems = _unknown_fields(values)
     try:
         cleaned = clean({**current, **values}, resolved=subscription.url) if not problems else {}
     except RuleViolations as refusal:
