@@ -17,7 +17,7 @@ from rest_framework import serializers
 
 from claimsdb.models import DeliveryStatus
 from claimsdb.records.kinds import record_kinds
-from claimsdb.webhooks.events import event_types
+from claimsdb.webhooks.events import RELEASE_PUBLISHED, REVISION_WRITTEN, event_types
 
 from .. import openapi
 
@@ -214,7 +214,7 @@ SUBSCRIPTION_LIST = extend_schema_view(
                 "subscription",
                 value={
                     "url": "https://hooks.example.org/claimsdb",
-                    "events": ["revision.written", "release.published"],
+                    "events": [REVISION_WRITTEN.name, RELEASE_PUBLISHED.name],
                     "kinds": ["case"],
                     "tags": ["rdma"],
                 },
