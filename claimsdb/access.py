@@ -92,6 +92,21 @@ def may_approve(user: User) -> bool:
     return holds_role(user, "reviewer")
 
 
+# --- webhooks ----------------------------------------------------------------------------
+
+
+def may_manage_webhooks(user: User) -> bool:
+    """Reviewers list, make, change, pause and delete webhook subscriptions and redeliver
+    their deliveries (which report the working state, drafts included)."""
+    return holds_role(user, "reviewer")
+
+
+def may_read_webhook_secret(user: User, owner_id: int) -> bool:
+    """A subscription's signing secret is read (and rotated) by the reviewer who made it
+    only: the others see that it exists, not what it is."""
+    return may_manage_webhooks(user) and getattr(user, "pk", None) == owner_id
+
+
 # --- one record ---------------------------------------------------------------------------
 
 

@@ -443,6 +443,35 @@ class ApprovalCode(Code):
     )
 
 
+class WebhookCode(Code):
+    """Webhook subscriptions and their deliveries (docs/integrations.md)."""
+
+    URL_INVALID = (
+        "webhook.url_invalid",
+        "a receiver URL that is not an http(s) URL with a host (or that carries credentials "
+        "or a fragment)",
+    )
+    URL_UNRESOLVED = "webhook.url_unresolved", "a receiver URL whose host does not resolve"
+    URL_REFUSED = (
+        "webhook.url_refused",
+        "a receiver URL whose host resolves to a private, loopback, link-local or other "
+        "non-public address (allowed only with WEBHOOKS_ALLOW_PRIVATE)",
+    )
+    EVENTS_REQUIRED = "webhook.events_required", "a subscription names no event"
+    EVENT_UNKNOWN = "webhook.event_unknown", "an event type that is not one claimsdb sends"
+    FILTER_INVALID = (
+        "webhook.filter_invalid",
+        "a subscription field that cannot be: an unknown record kind, a malformed case key, "
+        "an empty tag, a filter that is not a list of strings, a description too long, or a "
+        "field a subscription does not have",
+    )
+    NOT_FOUND = "webhook.not_found", "no such subscription or delivery (HTTP 404)"
+    NOT_OWNER = (
+        "webhook.not_owner",
+        "only the reviewer who made a subscription reads or changes its secret (HTTP 403)",
+    )
+
+
 class PaginationCode(Code):
     """The API's cursors through the revision feed."""
 
@@ -578,6 +607,7 @@ FAMILIES: tuple[type[Code], ...] = (
     ImportNowCode,
     ReleaseCode,
     ApprovalCode,
+    WebhookCode,
     PaginationCode,
     ServerCode,
     RequestCode,

@@ -125,6 +125,25 @@ IMPORT_MAX_ATTEMPTS = int(os.environ.get("IMPORT_MAX_ATTEMPTS", "3"))
 # first to the last, in seconds.
 WORKER_RECONNECT_SECONDS = (0.5, 30.0)
 
+# Webhooks (docs/integrations.md): the worker turns revisions and events into deliveries
+# every WEBHOOKS_POLL_SECONDS and sends them; a failed try is tried again after a wait that
+# doubles from WEBHOOKS_RETRY_BASE_SECONDS up to WEBHOOKS_RETRY_MAX_SECONDS (with up to a
+# tenth of jitter), until WEBHOOKS_RETRY_WINDOW_SECONDS have passed since the first try;
+# then the delivery is failed (and can be redelivered). A job holds a delivery for
+# WEBHOOKS_LEASE_SECONDS: one whose worker died is sent again once that has passed.
+# Receivers at private, loopback or link-local addresses are refused unless
+# WEBHOOKS_ALLOW_PRIVATE. WEBHOOKS_SITE_URL makes the links in payloads absolute.
+WEBHOOKS_ALLOW_PRIVATE = env_flag("WEBHOOKS_ALLOW_PRIVATE")
+WEBHOOKS_SITE_URL = os.environ.get("WEBHOOKS_SITE_URL", "").rstrip("/")
+WEBHOOKS_TIMEOUT_SECONDS = float(os.environ.get("WEBHOOKS_TIMEOUT_SECONDS", "10"))
+WEBHOOKS_POLL_SECONDS = float(os.environ.get("WEBHOOKS_POLL_SECONDS", "1"))
+WEBHOOKS_RETRY_BASE_SECONDS = float(os.environ.get("WEBHOOKS_RETRY_BASE_SECONDS", "5"))
+WEBHOOKS_RETRY_MAX_SECONDS = float(os.environ.get("WEBHOOKS_RETRY_MAX_SECONDS", "3600"))
+WEBHOOKS_RETRY_WINDOW_SECONDS = float(
+    os.environ.get("WEBHOOKS_RETRY_WINDOW_SECONDS", str(3 * 24 * 3600))
+)
+WEBHOOKS_LEASE_SECONDS = float(os.environ.get("WEBHOOKS_LEASE_SECONDS", "120"))
+
 # The key that signs backups and the older ones that still verify them (docs/operations.md,
 # "The backup key"): a file of keys, one a line, the signing key first; or the keys
 # themselves. Never kept with the backups.

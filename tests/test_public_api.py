@@ -187,7 +187,8 @@ def parameter_table(world: World) -> dict:
         "key": keys,
         "claim_id": [CLAIM, NEW_CLAIM],
         "number": numbers(world),
-        "pk": [1],  # an import report (imports are not public)
+        "pk": [1],  # an import report, a webhook subscription (neither is public)
+        "delivery": [1],  # a webhook delivery (reviewers only)
         "run_id": ["RUN-UNKNOWN"],  # an imported run (not public)
     }
 

@@ -144,6 +144,7 @@ def parameter_table(numbers: dict) -> dict:
         "b": revisions,
         "claim_id": [RELEASED_CLAIM, DRAFT_CLAIM],
         "pk": [1],
+        "delivery": [1],  # a webhook delivery (reviewers only)
         "kind": ["source", "figure", "case"],
     }
 

@@ -109,6 +109,7 @@ def table() -> dict:
         "b": [5, 18],
         "claim_id": ["CLM-CP22-003-A", "CLM-HX-202-A"],
         "pk": [1],
+        "delivery": [1],
         "run_id": ["RUN-UNKNOWN"],
         "kind": ["source", "figure", "case"],  # the pickers' suggestions
     }

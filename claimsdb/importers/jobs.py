@@ -57,6 +57,7 @@ from django_tasks import task
 from claimsdb.codes import ImportNowCode
 from claimsdb.models import ImportReport
 from claimsdb.services.permissions import has_role
+from claimsdb.webhooks.events import emit_import
 
 from .repro_results import (
     DRY,
@@ -318,19 +319,27 @@ def run_claimed_import(row: ImportReport) -> str:
             report = importer.import_file(stream, filename=row.filename)
     except Exception as exc:
         logger.exception("import %s failed", report_id)
-        # only a report still pending: another job may have finished it meanwhile
-        ImportReport.objects.filter(pk=report_id, outcome__in=PENDING).update(
-            outcome=FAILED,
-            progress={"error": f"{type(exc).__name__}: {exc}"},
-            report={
-                **row.report,
-                "outcome": FAILED,
-                "message": (
-                    f"The import stopped on an unexpected error ({type(exc).__name__}); "
-                    "nothing was written. It can be retried (manage.py requeue_imports)."
-                ),
-            },
+        message = (
+            f"The import stopped on an unexpected error ({type(exc).__name__}); "
+            "nothing was written. It can be retried (manage.py requeue_imports)."
         )
+        with transaction.atomic():
+            # only a report still pending: another job may have finished it meanwhile
+            failed = ImportReport.objects.filter(pk=report_id, outcome__in=PENDING).update(
+                outcome=FAILED,
+                progress={"error": f"{type(exc).__name__}: {exc}"},
+                report={**row.report, "outcome": FAILED, "message": message},
+            )
+            if failed and not row.dry_run:
+                emit_import(
+                    report_id=report_id,
+                    outcome=FAILED,
+                    filename=row.filename,
+                    run_id=row.run_id,
+                    case_key=row.case_key,
+                    revision=None,
+                    message=message,
+                )
         raise
     if not importer.report_stored:
         done = ImportReport.objects.filter(pk=report_id).values_list("outcome", flat=True)

@@ -40,6 +40,7 @@ from claimsdb.records.schema import control_message, first_control_character
 from claimsdb.services.ledger import format_time, lock_head
 from claimsdb.services.permissions import require_role
 from claimsdb.services.writer import RecordWrite, write_records
+from claimsdb.webhooks.events import emit_import
 
 from . import storage
 from .repro import ParsedRun, Problem, parse_results, trial_rows
@@ -418,6 +419,11 @@ class ResultsImporter:
             "revision_number": report.revision,
             "report": report.as_dict(),
         }
+        with transaction.atomic():
+            self._write_report(report, values)
+
+    def _write_report(self, report: Report, values: dict[str, Any]) -> None:
+        """The report row, and its event for webhooks (docs/integrations.md) with it."""
         if self.report_id is not None:
             # Written once: by the job that wrote the revision, in its transaction. A
             # report no longer pending was finished by another job (one queued again while
@@ -432,6 +438,17 @@ class ResultsImporter:
             row = ImportReport.objects.create(user=self.user, **values)
         report.id = row.pk
         report.created_at = _time(row.created_at)
+        if self.report_stored and not report.dry_run:
+            emit_import(
+                report_id=row.pk,
+                outcome=report.outcome,
+                filename=row.filename,
+                run_id=report.run_id,
+                case_key=report.case,
+                revision=report.revision,
+                message=report.message,
+                codes=report.codes,
+            )
 
 
 # --- resolving the case and the claims ----------------------------------------------------

@@ -13,6 +13,11 @@ keeps the loop and adds recovery:
   every quarter of ``IMPORT_DEAD_SECONDS`` by a thread of its own — queues it again once
   its beat is that old.
 
+It also runs the webhooks' pump (``claimsdb.webhooks.jobs.pump``) every
+``WEBHOOKS_POLL_SECONDS`` in a thread of its own, which turns new revisions and events into
+deliveries and queues the due ones as jobs of this same queue (0 turns it off, for a worker
+kept to imports); a ``--batch`` run pumps once before it works the queue.
+
 Errors that are not about the connection (a bug, a broken migration) still end the worker,
 with a non-zero status, for its supervisor to report.
 """
@@ -73,15 +78,22 @@ class RecoveringWorker(Worker):
         self.reconnects = 0
 
     def run(self) -> None:
-        reaper = None
+        threads: list[_Every] = []
         if not self.batch and self.reap_every > 0:
-            reaper = _Reaper(self.reap_every)
-            reaper.start()
+            threads.append(_Every(self.reap_every, requeue_dead_imports, "import-reaper"))
+        poll = float(getattr(settings, "WEBHOOKS_POLL_SECONDS", 1.0))
+        if poll > 0:
+            if self.batch:
+                _pump_webhooks()
+            else:
+                threads.append(_Every(poll, _pump_webhooks, "webhook-pump"))
+        for thread in threads:
+            thread.start()
         try:
             self._run_until_done()
         finally:
-            if reaper is not None:
-                reaper.stop()
+            for thread in threads:
+                thread.stop()
 
     def _run_until_done(self) -> None:
         wait = 0.0
@@ -110,14 +122,22 @@ class RecoveringWorker(Worker):
                 self.sleep(wait)
 
 
-class _Reaper:
-    """Runs ``requeue_dead_imports`` every ``every`` seconds in a thread of its own (with
-    its own database connection), so dead imports come back while the worker is busy."""
+def _pump_webhooks() -> None:
+    from claimsdb.webhooks.jobs import pump
 
-    def __init__(self, every: float) -> None:
+    pump()
+
+
+class _Every:
+    """Runs ``work`` every ``every`` seconds in a thread of its own (with its own database
+    connection): dead imports come back, and webhooks go out, while the worker is busy."""
+
+    def __init__(self, every: float, work: Callable[[], object], name: str) -> None:
         self.every = every
+        self.work = work
+        self.name = name
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="import-reaper", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -130,9 +150,11 @@ class _Reaper:
         try:
             while not self._stop.wait(self.every):
                 try:
-                    requeue_dead_imports()
+                    self.work()
                 except DatabaseError as exc:
-                    logger.warning("dead imports not looked for: %s", exc)
+                    logger.warning("%s: %s", self.name, exc)
                     close_connections()
+                except Exception:
+                    logger.exception("%s failed; trying again", self.name)
         finally:
             close_connections()

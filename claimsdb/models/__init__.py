@@ -16,6 +16,14 @@ from .revisions import LedgerHead, Revision, WriteFootprint
 from .scope import ScopeRule
 from .search import SearchEntry, SearchKind, SearchScope
 from .sources import Source
+from .webhooks import (
+    DeliveryStatus,
+    WebhookAttempt,
+    WebhookCursor,
+    WebhookDelivery,
+    WebhookEvent,
+    WebhookSubscription,
+)
 
 __all__ = [
     "Approval",
@@ -24,6 +32,7 @@ __all__ = [
     "Attribution",
     "Case",
     "CaseTag",
+    "DeliveryStatus",
     "Claim",
     "ClaimIdReservation",
     "Control",
@@ -52,5 +61,10 @@ __all__ = [
     "Source",
     "TrialRow",
     "Unknown",
+    "WebhookAttempt",
+    "WebhookCursor",
+    "WebhookDelivery",
+    "WebhookEvent",
+    "WebhookSubscription",
     "WriteFootprint",
 ]

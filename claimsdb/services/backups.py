@@ -61,7 +61,7 @@ from django.db import connection, models, transaction
 from django.db.migrations.recorder import MigrationRecorder
 from django.utils import timezone
 
-from claimsdb.models import LedgerHead, Revision
+from claimsdb.models import LedgerHead, Revision, WebhookCursor
 
 if TYPE_CHECKING:  # collections.abc.Buffer from Python 3.12
     from typing_extensions import Buffer
@@ -414,16 +414,21 @@ def _read_jsonl(path: Path) -> tuple[list[str], Iterator[list[Any]]]:
     return header, rows()
 
 
+# Single rows the migrations make in every database (the ledger head, the webhooks'
+# fan-out cursor): restored over the migration's row, not beside it.
+MADE_BY_MIGRATIONS: tuple[type[models.Model], ...] = (LedgerHead, WebhookCursor)
+
+
 def _restore_model(model: type[models.Model], path: Path) -> None:
     header, rows = _read_jsonl(path)
     fields = {f.attname: f for f in _columns(model)}
     unknown = [name for name in header if name not in fields]
     if unknown:
         raise BackupError(f"{path.name}: columns {unknown} are not in {_label(model)}")
-    if model is LedgerHead:
+    if model in MADE_BY_MIGRATIONS:
         for row in rows:
             values = {name: fields[name].to_python(v) for name, v in zip(header, row, strict=True)}
-            LedgerHead.objects.update_or_create(pk=values.pop("id"), defaults=values)
+            model._default_manager.update_or_create(pk=values.pop("id"), defaults=values)
         return
     columns = [fields[name] for name in header]
     batch: list[models.Model] = []

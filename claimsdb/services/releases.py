@@ -60,6 +60,7 @@ from claimsdb.models import (
 )
 from claimsdb.records import RuleViolation, RuleViolations
 from claimsdb.records.kinds import record_kinds
+from claimsdb.webhooks.events import emit_release
 
 from . import search_index
 from .ledger import lock_head
@@ -277,6 +278,8 @@ def release_publish(*, user: User, notes: str) -> Release:
         # counted while writing: the release is complete once they are in (same transaction)
         release.change_counts = counts
         release.save(update_fields=["change_counts"])
+        # subscribers are told with the same commit (docs/integrations.md)
+        emit_release(release, chain_hash=head.chain_hash)
         return release
 
 
