@@ -17,6 +17,7 @@ the request into one ``ResultsImporter`` call and its report into a response.
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -25,6 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.http import StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import reverse
 from django.utils.datastructures import MultiValueDict
 from rest_framework.exceptions import NotFound
@@ -245,34 +247,71 @@ class RunDetailView(APIView):
 
 
 class CSVRenderer(BaseRenderer):
-    """``text/csv``; errors (dicts) are rendered as rows of code, message, path."""
+    """``text/csv`` for content negotiation. The trial rows are streamed by the view itself;
+    errors never reach this renderer (``RunTrialsView.finalize_response``)."""
 
     media_type = "text/csv"
     format = "csv"
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
-        errors = data.get("errors", []) if isinstance(data, dict) else []
-        rows = [["code", "message", "path"]] + [
-            [e.get("code", ""), e.get("message", ""), e.get("path", "")] for e in errors
-        ]
-        return "".join(_csv_lines(rows)).encode("utf-8")
+        return b"" if data is None else str(data).encode("utf-8")
 
 
 @schema.RUN_TRIALS
 class RunTrialsView(APIView):
-    permission_classes = [ViewerReads]
-    renderer_classes = [JSONRenderer, CSVRenderer]
+    """A run's trial rows: CSV by default, a JSON array with ``Accept: application/json``
+    (without ``text/csv``) or ``?format=json``. Errors are JSON in the API's one shape,
+    whatever was asked for: a client that reads the rows as CSV still reads a refusal."""
 
-    def get(self, request: Request, run_id: str) -> StreamingHttpResponse:
+    permission_classes = [ViewerReads]
+    renderer_classes = [CSVRenderer, JSONRenderer]
+
+    def get(self, request: Request, run_id: str) -> HttpResponseBase:
         run = ReproductionRun.objects.filter(run_id=run_id).first()
         if run is None:
             raise NotFound(f"there is no imported run {run_id}")
+        if request.accepted_renderer.format == "json":
+            response = StreamingHttpResponse(
+                utf8_chunks(_json_rows(trial_rows_csv(run))),
+                content_type="application/json",
+            )
+            response["Content-Disposition"] = f'inline; filename="{run.run_id}-trials.json"'
+            return response
         response = StreamingHttpResponse(
             utf8_chunks(_csv_lines(trial_rows_csv(run))), content_type="text/csv; charset=utf-8"
         )
         response["Content-Disposition"] = f'attachment; filename="{run.run_id}-trials.csv"'
         return response
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if isinstance(response, Response) and response.status_code >= 400:
+            # content negotiation may have failed (406) or chosen CSV: an error is JSON
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+def _json_rows(rows: Iterable[list[Any]]) -> Iterator[str]:
+    """The CSV's rows as a JSON array of objects with typed values (numbers, booleans,
+    ``null`` for a missing latency, ``extra`` an object), one row at a time."""
+    header: list[str] = []
+    first = True
+    for row in rows:
+        if not header:
+            header = list(row)
+            yield "["
+            continue
+        item: dict[str, Any] = dict(zip(header, row, strict=True))
+        item["n"] = int(item["n"])
+        for name in header[2:-2]:
+            item[name] = item[name] == "true"
+        latency = item["latency_us"]
+        item["latency_us"] = None if latency == "" else float(latency)
+        item["extra"] = json.loads(item["extra"]) if item["extra"] else {}
+        yield ("" if first else ",") + json.dumps(item, ensure_ascii=False, sort_keys=True)
+        first = False
+    yield "]"
 
 
 class _Line:

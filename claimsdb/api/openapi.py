@@ -296,10 +296,25 @@ def ledger_components() -> dict[str, Any]:
     }
 
 
+# Components the schema modules declare with ``component()``: the bodies their views build
+# themselves (a release, a page of releases, a trial row), each under one name.
+DECLARED: dict[str, dict[str, Any]] = {}
+
+
+def component(name: str, schema: dict[str, Any]) -> dict[str, str]:
+    """Declare ``schema`` as the component ``name``; a reference to it. Every body an
+    operation answers with is a named component, so a generated client has one class per
+    resource (``Release``), never one per operation and status."""
+    if DECLARED.get(name, schema) != schema:
+        raise ValueError(f"two schemas declared as the component {name}")
+    DECLARED[name] = schema
+    return ref(name)
+
+
 def add_components(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: add the components ``ref()`` points at."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
-    for name, value in components().items():
+    for name, value in {**components(), **DECLARED}.items():
         schemas.setdefault(name, copy.deepcopy(value))
     return result
 
@@ -417,7 +432,7 @@ QUERY_REFUSAL = (
 
 def error_responses(
     *statuses: int, query: bool = False, bad_request: tuple[str, str, str, str] | None = None
-) -> dict[int, OpenApiResponse]:
+) -> dict[tuple[int, str], OpenApiResponse]:
     """Error responses with examples. A read's 400 is about a query parameter (``query``);
     ``bad_request`` gives another 400 example: ``(title, code, message, path)``."""
     responses = {}
@@ -427,7 +442,8 @@ def error_responses(
             title, code, message, path = QUERY_REFUSAL
         if status == 400 and bad_request:
             title, code, message, path = bad_request
-        responses[status] = OpenApiResponse(
+        # errors are JSON whatever the endpoint's own media types (a CSV download's too)
+        responses[(status, "application/json")] = OpenApiResponse(
             response=ref("Error"),
             description=ERROR_DESCRIPTIONS[status],
             examples=[

@@ -490,8 +490,10 @@ IMPORT_DETAIL = extend_schema_view(
         operation_id="imports_retrieve",
         summary="Read an import report",
         tags=[TAG],
+        # the URL's ``pk`` is published as ``id`` (drf-spectacular's SCHEMA_COERCE_PATH_PK):
+        # declaring it under that name describes the one path parameter, never a second
         parameters=[
-            OpenApiParameter("pk", OpenApiTypes.INT, OpenApiParameter.PATH, description="its id")
+            OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH, description="its id")
         ],
         responses={200: ImportReportSerializer, **openapi.error_responses(401, 403, 404)},
     ),
@@ -565,15 +567,68 @@ RUN_DETAIL = extend_schema_view(
 )
 
 
+TRIAL_ROW = openapi.component(
+    "TrialRow",
+    {
+        "type": "object",
+        "description": "One trial row of a run, as the JSON form of trials.csv gives it",
+        "properties": {
+            "scenario": {"type": "string"},
+            "n": {"type": "integer"},
+            **{
+                flag: {"type": "boolean"}
+                for flag in (
+                    "aborted",
+                    "mid_transfer",
+                    "reused_in_flight",
+                    "late_write",
+                    "checksum_mismatch",
+                    "wrong_output",
+                )
+            },
+            "latency_us": {"type": "number", "nullable": True},
+            "extra": {
+                "type": "object",
+                "additionalProperties": True,
+                "description": "the row's `x-` keys",
+            },
+        },
+        "required": [
+            "scenario",
+            "n",
+            "aborted",
+            "mid_transfer",
+            "reused_in_flight",
+            "late_write",
+            "checksum_mismatch",
+            "wrong_output",
+            "latency_us",
+            "extra",
+        ],
+    },
+)
+
 RUN_TRIALS = extend_schema_view(
     get=extend_schema(
         operation_id="runs_trials_csv",
         summary="Download a run's trial rows (CSV)",
-        parameters=[RUN_ID_PARAMETER],
+        parameters=[
+            RUN_ID_PARAMETER,
+            OpenApiParameter(
+                "format",
+                OpenApiTypes.STR,
+                OpenApiParameter.QUERY,
+                enum=["csv", "json"],
+                description="`json` for the rows as a JSON array (as `Accept: "
+                "application/json`); CSV by default",
+            ),
+        ],
         description="Every stored trial row of the run, scenario by scenario, streamed: "
         "`scenario,n,aborted,mid_transfer,reused_in_flight,late_write,checksum_mismatch,"
         "wrong_output,latency_us,extra` (flags `true`/`false`; `extra` the row's `x-` keys as "
-        "JSON). A run imported without trial rows gives the header line only.",
+        "JSON). A run imported without trial rows gives the header line only. With "
+        "`?format=json` (or `Accept: application/json` without `text/csv`) the same rows as "
+        "a JSON array of `TrialRow`. Errors are always JSON in the `Error` shape.",
         tags=[RUN_TAG],
         responses={
             (200, "text/csv"): OpenApiResponse(
@@ -588,6 +643,7 @@ RUN_TRIALS = extend_schema_view(
                     )
                 ],
             ),
+            (200, "application/json"): {"type": "array", "items": TRIAL_ROW},
             **openapi.error_responses(401, 403, 404),
         },
     ),
