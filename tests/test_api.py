@@ -1039,7 +1039,7 @@ def test_read_a_claim_names_its_case(analyst_client):
     response = analyst_client.get(f"{API}/claims/CLM-CP22-003-B/")
     assert body(response) == record_document("case", "CP22-003")["claims"][1]
     assert response["ETag"] == etag()
-    assert response["Link"] == '</api/v1/cases/CP22-003/>; rel="up"'
+    assert response["Link"] == '<http://testserver/api/v1/cases/CP22-003/>; rel="up"'
     missing = analyst_client.get(f"{API}/claims/CLM-NOPE/")
     assert missing.status_code == 404
     assert problems(missing) == [("record.not_found", "")]

@@ -38,14 +38,16 @@ def test_the_examples_import_as_their_readme_says(example, seeded, analyst):
         assert body["filename"] == example.name
         assert body["scenarios"] == example.scenarios
         assert body["trial_rows"] == example.trial_rows
-        assert response["Location"] == f"/api/v1/runs/{example.run_id}/"
+        # absolute, as every URL the API gives (docs/api.md)
+        assert response["Location"] == f"http://testserver/api/v1/runs/{example.run_id}/"
+        assert body["run_url"] == response["Location"]
         assert Revision.objects.get(number=body["revision"]).action == "import"
     else:
         assert response.status_code == 400
         assert body["status"] == 400
         assert {(e["code"], e["path"]) for e in body["errors"]} == set(example.problems)
         assert body["report"]["outcome"] == "refused"
-        assert body["report"]["url"] == f"{IMPORTS}{body['report']['id']}/"
+        assert body["report"]["url"] == f"http://testserver{IMPORTS}{body['report']['id']}/"
         assert not ReproductionRun.objects.exists()
 
 

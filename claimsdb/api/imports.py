@@ -108,15 +108,24 @@ def _flag(request: Request, name: str) -> bool:
 # --- responses ----------------------------------------------------------------------------
 
 
-def report_body(report: Report) -> dict[str, Any]:
+def report_body(request: Request, report: Report) -> dict[str, Any]:
+    """The report as the API gives it, with the absolute URLs of itself and of its run."""
     body = report.as_dict()
-    body["url"] = reverse("imports_api:import-detail", args=[report.id]) if report.id else None
+    body["url"] = (
+        request.build_absolute_uri(reverse("imports_api:import-detail", args=[report.id]))
+        if report.id
+        else None
+    )
     stored = report.written or report.outcome == repro_results.UNCHANGED
-    body["run_url"] = reverse("imports_api:run-detail", args=[report.run_id]) if stored else None
+    body["run_url"] = (
+        request.build_absolute_uri(reverse("imports_api:run-detail", args=[report.run_id]))
+        if stored
+        else None
+    )
     return body
 
 
-def report_response(report: Report) -> Response:
+def report_response(request: Request, report: Report) -> Response:
     """The answer to an import: its report, with the status its outcome calls for."""
     if report.refused:
         status = 409 if report.conflict else 400
@@ -125,13 +134,13 @@ def report_response(report: Report) -> Response:
         title = TITLES[409] if status == 409 else "The import was refused"
         violations = [RuleViolation(p.code, p.message, p.path) for p in report.problems]
         return Response(
-            {**error_body(status, title, violations), "report": report_body(report)},
+            {**error_body(status, title, violations), "report": report_body(request, report)},
             status=status,
         )
     if report.written:
-        body = report_body(report)
+        body = report_body(request, report)
         return Response(body, status=201, headers={"Location": body["run_url"]})
-    return Response(report_body(report), status=200)
+    return Response(report_body(request, report), status=200)
 
 
 # --- views --------------------------------------------------------------------------------
@@ -156,7 +165,9 @@ class ImportListView(APIView):
                 reports = reports.filter(**{lookup: value})
         paginator = Pagination()
         page = paginator.paginate_queryset(reports, request, view=self)
-        return paginator.get_paginated_response([report_body(Report.from_row(row)) for row in page])
+        return paginator.get_paginated_response(
+            [report_body(request, Report.from_row(row)) for row in page]
+        )
 
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file")
@@ -194,9 +205,9 @@ class ImportListView(APIView):
         finally:
             upload.close()
         if report.outcome in jobs.PENDING:
-            body = report_body(report)
+            body = report_body(request, report)
             return Response(body, status=202, headers={"Location": body["url"]})
-        return report_response(report)
+        return report_response(request, report)
 
 
 @schema.IMPORT_DETAIL
@@ -208,14 +219,16 @@ class ImportDetailView(APIView):
         row = ImportReport.objects.filter(pk=int(pk)).first() if pk.isdigit() else None
         if row is None:
             raise NotFound(f"there is no import {pk}")
-        return Response(report_body(Report.from_row(row)))
+        return Response(report_body(request, Report.from_row(row)))
 
 
-def _run_body(item: dict[str, Any]) -> dict[str, Any]:
+def _run_body(request: Request, item: dict[str, Any]) -> dict[str, Any]:
     return {
         **item,
-        "url": reverse("imports_api:run-detail", args=[item["run_id"]]),
-        "trials_csv": reverse("imports_api:run-trials", args=[item["run_id"]]),
+        "url": request.build_absolute_uri(reverse("imports_api:run-detail", args=[item["run_id"]])),
+        "trials_csv": request.build_absolute_uri(
+            reverse("imports_api:run-trials", args=[item["run_id"]])
+        ),
     }
 
 
@@ -231,7 +244,7 @@ class RunListView(APIView):
             runs = runs.filter(case__key=case)
         paginator = Pagination()
         page = paginator.paginate_queryset(runs, request, view=self)
-        return paginator.get_paginated_response([_run_body(run_item(run)) for run in page])
+        return paginator.get_paginated_response([_run_body(request, run_item(run)) for run in page])
 
 
 @schema.RUN_DETAIL
@@ -243,7 +256,7 @@ class RunDetailView(APIView):
         detail = run_detail(run_id)
         if detail is None:
             raise NotFound(f"there is no imported run {run_id}")
-        return Response(_run_body(detail))
+        return Response(_run_body(request, detail))
 
 
 class CSVRenderer(BaseRenderer):

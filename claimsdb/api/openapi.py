@@ -510,14 +510,19 @@ WRITE_PARAMETERS = [SUMMARY, MATERIAL]
 
 
 def if_match(required: bool) -> OpenApiParameter:
+    """``If-Match``. Never a required parameter, even where the write needs it (``required``):
+    a request without it is answered 428 `revision.precondition_required`, a documented
+    response, and a generated client must be able to send that request."""
     return OpenApiParameter(
         "If-Match",
         OpenApiTypes.STR,
         OpenApiParameter.HEADER,
-        required=required,
+        required=False,
         description='the ETag the change is based on (`"14"`), or `*`. '
         + (
-            "Required: without it the write is refused with 428."
+            "This write needs it: without it the write is refused with 428 "
+            "`revision.precondition_required`; a stale ETag is refused with 412 "
+            "`revision.stale`."
             if required
             else "When sent, a stale ETag is refused with 412 `revision.stale`."
         ),
@@ -557,12 +562,56 @@ CACHE_CONTROL_HEADER = OpenApiParameter(
 )
 LOCATION_HEADER = OpenApiParameter(
     "Location",
-    OpenApiTypes.STR,
+    OpenApiTypes.URI,
     OpenApiParameter.HEADER,
     response=[201],
     required=True,
-    description="the URL of the new resource",
+    description="the absolute URL of the new resource",
 )
+
+
+def location_header(*statuses: int, what: str = "the new resource") -> OpenApiParameter:
+    return OpenApiParameter(
+        "Location",
+        OpenApiTypes.URI,
+        OpenApiParameter.HEADER,
+        response=list(statuses),
+        required=True,
+        description=f"the absolute URL of {what}",
+    )
+
+
+RETRY_AFTER_HEADER = OpenApiParameter(
+    "Retry-After",
+    OpenApiTypes.INT,
+    OpenApiParameter.HEADER,
+    response=[429],
+    required=True,
+    description="the seconds to wait before trying again",
+)
+# Every page of a list: RFC 8288 links beside the body's, and a weak entity tag.
+LIST_HEADERS = [
+    OpenApiParameter(
+        "Link",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        response=[200],
+        required=True,
+        description="RFC 8288 links to the `first`, `prev`, `next` and `last` pages, those "
+        'that exist (`<https://…?page=3>; rel="next"`); the revision feeds give `first`, '
+        "`prev` and `next`",
+    ),
+    OpenApiParameter(
+        "ETag",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        response=[200, 304],
+        required=True,
+        description='a weak entity tag of the page (`W/"…"`): send it as If-None-Match '
+        "for a 304 while the page is the same",
+    ),
+]
+LIST_NOT_MODIFIED = OpenApiResponse(description="Not Modified: the page is as the ETag sent")
 
 
 def key_parameter(kind: str) -> OpenApiParameter:

@@ -41,7 +41,7 @@ class ImportReportSerializer(serializers.Serializer):
     """What one import did (schema of the report; the views build it from ``Report``)."""
 
     id = serializers.IntegerField(allow_null=True)
-    url = serializers.CharField(allow_null=True)
+    url = serializers.URLField(allow_null=True)
     created_at = serializers.DateTimeField(allow_null=True)
     user = serializers.CharField()
     filename = serializers.CharField()
@@ -65,7 +65,7 @@ class ImportReportSerializer(serializers.Serializer):
     )
     replaced_sha256 = serializers.CharField(help_text="the replaced file's SHA-256, if any")
     message = serializers.CharField()
-    run_url = serializers.CharField(allow_null=True)
+    run_url = serializers.URLField(allow_null=True)
     progress = serializers.DictField(
         required=False,
         help_text="a background import while `queued`/`running`: `phase` (`checking`, "
@@ -122,8 +122,8 @@ class RunSerializer(serializers.Serializer):
     claims = serializers.ListField(child=serializers.CharField())
     scenarios = serializers.IntegerField(help_text="number of scenarios")
     stored_trial_rows = serializers.IntegerField()
-    url = serializers.CharField()
-    trials_csv = serializers.CharField()
+    url = serializers.URLField()
+    trials_csv = serializers.URLField()
 
 
 class RunDetailSerializer(RunSerializer):
@@ -373,11 +373,28 @@ def _paginated(name: str, item: type[serializers.Serializer]) -> Any:
         name=name,
         fields={
             "count": serializers.IntegerField(),
-            "next": serializers.CharField(allow_null=True),
-            "previous": serializers.CharField(allow_null=True),
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
             "results": item(many=True),
         },
     )
+
+
+LIST_PARAMETERS = [
+    OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
+    OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
+    openapi.IF_NONE_MATCH,
+    *openapi.LIST_HEADERS,
+]
+RESULTS_FILE = openapi.component(
+    "ResultsFile",
+    {
+        "type": "object",
+        "description": "A `repro-results/1` file (docs/repro-results-1.md), checked whole by "
+        "the importer.",
+        "additionalProperties": True,
+    },
+)
 
 
 # --- operations ---------------------------------------------------------------------------
@@ -398,12 +415,12 @@ IMPORT_LIST = extend_schema_view(
                 OpenApiParameter.QUERY,
                 enum=list(repro_results.OUTCOMES),
             ),
-            OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
-            OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
+            *LIST_PARAMETERS,
         ],
         responses={
-            200: _paginated("PaginatedImportReportList", ImportReportSerializer),
-            **openapi.error_responses(401, 403, 404),
+            200: _paginated("ImportReportPage", ImportReportSerializer),
+            304: openapi.LIST_NOT_MODIFIED,
+            **openapi.error_responses(400, 401, 403, 404),
         },
     ),
     post=extend_schema(
@@ -427,8 +444,13 @@ IMPORT_LIST = extend_schema_view(
             "Every attempt, dry runs and refusals included, is kept as an import report."
         ),
         tags=[TAG],
-        parameters=IMPORT_PARAMETERS,
-        request={"application/json": OpenApiTypes.OBJECT, "multipart/form-data": UPLOAD},
+        parameters=[
+            *IMPORT_PARAMETERS,
+            openapi.location_header(
+                201, 202, what="the imported run (201), or the import report to poll (202)"
+            ),
+        ],
+        request={"application/json": RESULTS_FILE, "multipart/form-data": UPLOAD},
         examples=[
             OpenApiExample("A results file (two trials)", value=_FILE_EXAMPLE, request_only=True)
         ],
@@ -508,12 +530,11 @@ RUN_LIST = extend_schema_view(
         tags=[RUN_TAG],
         parameters=[
             OpenApiParameter("case", OpenApiTypes.STR, OpenApiParameter.QUERY),
-            OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
-            OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
+            *LIST_PARAMETERS,
         ],
         responses={
             200: OpenApiResponse(
-                _paginated("PaginatedRunList", RunSerializer),
+                _paginated("RunPage", RunSerializer),
                 examples=[
                     OpenApiExample(
                         "runs",
@@ -527,7 +548,8 @@ RUN_LIST = extend_schema_view(
                     )
                 ],
             ),
-            **openapi.error_responses(401, 403, 404),
+            304: openapi.LIST_NOT_MODIFIED,
+            **openapi.error_responses(400, 401, 403, 404),
         },
     ),
 )

@@ -44,9 +44,14 @@ def record_list(kind: str) -> Any:
             f"{openapi.PUBLIC_LIST_NOTE}",
             tags=[plural],
             auth=openapi.PUBLIC_READ,
-            parameters=[CASE_DIMENSIONS] if kind == "case" else [],
+            parameters=[
+                *([CASE_DIMENSIONS] if kind == "case" else []),
+                openapi.IF_NONE_MATCH,
+                *openapi.LIST_HEADERS,
+            ],
             responses={
                 200: openapi.ref(f"{component}ListItem"),
+                304: openapi.LIST_NOT_MODIFIED,
                 **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
             },
         ),

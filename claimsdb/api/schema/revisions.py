@@ -27,8 +27,10 @@ REVISION_LIST = extend_schema_view(
         "docs/pagination.md.",
         tags=["revisions"],
         auth=openapi.PUBLIC_READ,
+        parameters=[openapi.IF_NONE_MATCH, *openapi.LIST_HEADERS],
         responses={
             200: openapi.ref("Revision"),
+            304: openapi.LIST_NOT_MODIFIED,
             **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
         },
     ),
@@ -45,9 +47,10 @@ CASE_REVISIONS = extend_schema_view(
         "points at (404 for a case never released).",
         tags=["revisions"],
         auth=openapi.PUBLIC_READ,
-        parameters=[openapi.key_parameter("case")],
+        parameters=[openapi.key_parameter("case"), openapi.IF_NONE_MATCH, *openapi.LIST_HEADERS],
         responses={
             200: openapi.ref("Revision"),
+            304: openapi.LIST_NOT_MODIFIED,
             **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
         },
     ),
