@@ -102,7 +102,7 @@ def test_public_record_lists_page_released_records(seeded, reviewer):
 def test_a_page_past_the_end_is_a_404_in_the_error_shape(seeded, viewer):
     response = token_client(viewer).get(f"{API}/cases/?page=99")
     assert response.status_code == 404
-    assert response.json()["errors"][0]["code"] == "not_found"
+    assert response.json()["errors"][0]["code"] == "request.not_found"
 
 
 # --- the revision feed: keyset pages --------------------------------------------------------

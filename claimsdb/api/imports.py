@@ -36,7 +36,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claimsdb.codes import DrfCode, ImportCode, PermissionCode
+from claimsdb.codes import ImportCode, PermissionCode, RequestCode
 from claimsdb.importers import jobs, repro_results
 from claimsdb.importers.repro_results import Report, ResultsImporter
 from claimsdb.importers.runs import (
@@ -100,7 +100,11 @@ def _flag(request: Request, name: str) -> bool:
             values.append(False)
         else:
             raise RequestViolations(
-                [RuleViolation(DrfCode.INVALID, f"{name} must be true or false, not {raw!r}", name)]
+                [
+                    RuleViolation(
+                        RequestCode.INVALID, f"{name} must be true or false, not {raw!r}", name
+                    )
+                ]
             )
     return values[0] if values else False
 
@@ -160,7 +164,7 @@ class ImportListView(APIView):
             value = request.query_params.get(name)
             if value and name == "outcome" and value not in repro_results.OUTCOMES:
                 message = "outcome must be one of " + ", ".join(repro_results.OUTCOMES)
-                raise RequestViolations([RuleViolation(DrfCode.INVALID, message, name)])
+                raise RequestViolations([RuleViolation(RequestCode.INVALID, message, name)])
             if value:
                 reports = reports.filter(**{lookup: value})
         paginator = Pagination()

@@ -18,7 +18,7 @@ from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 
-from claimsdb.codes import CODES, DrfCode
+from claimsdb.codes import CODES
 from claimsdb.records import schema as record_schema
 from claimsdb.records.kinds import record_kinds
 
@@ -113,27 +113,8 @@ def patch_schema(document: dict[str, Any], description: str) -> dict[str, Any]:
     }
 
 
-# DRF's own codes the schema names, from the one vocabulary (claimsdb.codes.DrfCode).
-DRF_CODES = (
-    DrfCode.NOT_AUTHENTICATED,
-    DrfCode.AUTHENTICATION_FAILED,
-    DrfCode.PERMISSION_DENIED,
-    DrfCode.NOT_FOUND,
-    DrfCode.PARSE_ERROR,
-    DrfCode.METHOD_NOT_ALLOWED,
-    DrfCode.NOT_ACCEPTABLE,
-    DrfCode.UNSUPPORTED_MEDIA_TYPE,
-    DrfCode.THROTTLED,
-    DrfCode.INVALID,
-    DrfCode.REQUIRED,
-    DrfCode.INVALID_CHOICE,
-    DrfCode.AUTHORIZATION,
-)
-
-
 def error_components() -> dict[str, Any]:
     codes = "\n".join(f"- `{code}`: {meaning}" for code, meaning in sorted(CODES.items()))
-    drf = ", ".join(f"`{code.value}`" for code in DRF_CODES)
     return {
         "Error": {
             "type": "object",
@@ -151,8 +132,10 @@ def error_components() -> dict[str, Any]:
             "description": "One problem. `path` points into the document sent "
             "(`claims[1].evidence[0].source`), or names a query parameter or header; it is "
             "empty when the request as a whole is the problem. `record` names another record "
-            "when the problem lies there. `code` is stable; tools match on it, never on the "
-            f"message. The codes:\n\n{codes}\n\nand DRF's own: {drf}.",
+            "when the problem lies there. `code` is stable and namespaced; tools match on it, "
+            "never on the message. Django REST framework's bare codes are never reported: "
+            "each is mapped to one of these (docs/codes.md). The codes:\n\n"
+            f"{codes}",
             "properties": {
                 "code": {"type": "string", "example": "scope.non_attribution"},
                 "message": {"type": "string"},

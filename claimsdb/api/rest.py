@@ -25,7 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from claimsdb.codes import DocumentCode, DrfCode, PaginationCode
+from claimsdb.codes import DocumentCode, PaginationCode, RequestCode
 from claimsdb.records import jsontext
 from claimsdb.records.canonical import unmark, with_literals
 from claimsdb.records.errors import RuleViolations
@@ -139,7 +139,7 @@ class Pagination(PageNumberPagination):
         if raw is not None and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
             raise ValidationError(
                 {self.page_size_query_param: [f"must be an integer ≥ 1, not {raw!r}"]},
-                code=DrfCode.INVALID,
+                code=RequestCode.INVALID,
             )
         return super().get_page_size(request)
 
@@ -296,7 +296,7 @@ class RevisionFeedPagination(BasePagination):
             # as the numbered pages do: a malformed size is refused, never read as the default
             raise ValidationError(
                 {self.page_size_query_param: [f"must be an integer ≥ 1, not {raw!r}"]},
-                code=DrfCode.INVALID,
+                code=RequestCode.INVALID,
             )
         return min(int(raw), self.max_page_size)
 
