@@ -48,7 +48,11 @@ class ImportReportSerializer(serializers.Serializer):
     outcome = serializers.ChoiceField(choices=repro_results.OUTCOMES)
     dry_run = serializers.BooleanField()
     replace = serializers.BooleanField()
-    sha256 = serializers.CharField(help_text="SHA-256 of the file, hex")
+    sha256 = serializers.CharField(
+        help_text="the file's identity: SHA-256 of its canonical JSON (sorted keys, no "
+        "whitespace; docs/importing.md), hex — the same for the file re-serialised"
+    )
+    file_sha256 = serializers.CharField(help_text="SHA-256 of the bytes received, hex")
     size = serializers.IntegerField(help_text="bytes")
     run_id = serializers.CharField()
     case = serializers.CharField()
