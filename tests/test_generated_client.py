@@ -70,6 +70,10 @@ def generate_client(schema: dict, into: Path) -> str:
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "warning" not in output.lower(), output
+    # one class per resource, none named after an operation and its status
+    models = {path.stem for path in (into / PACKAGE / "models").glob("*.py")}
+    assert not [name for name in models if "_response_" in name or "_json_body" in name]
+    assert {"release", "release_detail", "import_report", "revision_page", "case_page"} <= models
     return output
 
 
@@ -110,6 +114,7 @@ def test_a_day_of_work_through_the_generated_client(client_package, seeded, anal
         body=models.TokenRequest(username="analyst", password="pw-analyst"),
     )
     assert isinstance(token, models.Token), token
+    anonymous.get_httpx_client().close()  # a kept-alive connection would outlive the server
     client = client_module.AuthenticatedClient(
         base_url=live_server.url,
         token=token.token,
@@ -170,7 +175,7 @@ def test_a_day_of_work_through_the_generated_client(client_package, seeded, anal
     raw = json.loads(RESULTS_FILE.read_text(encoding="utf-8"))
     queued = imports_create.sync_detailed(
         client=client,
-        body=models.ImportsCreateJsonBody.from_dict(raw),
+        body=models.ResultsFile.from_dict(raw),
         background=True,
         filename="valid-small.json",
     )
@@ -210,3 +215,4 @@ def test_a_day_of_work_through_the_generated_client(client_package, seeded, anal
     assert new and new[0] == seen[-1] + 1
     assert new[-1] == report.revision
     assert ImportReport.objects.filter(outcome="imported").count() == 1
+    client.get_httpx_client().close()
