@@ -200,80 +200,7 @@ RUN_ID_PARAMETER = OpenApiParameter(
 # --- examples -----------------------------------------------------------------------------
 
 
-_SHA = "24641e4bc5cbba1e10fe7348c33ad0802c140f7bf8ef6d50c2a789660c9dad9b"
-_REPORT_EXAMPLE = {
-    "id": 7,
-    "url": "/api/v1/imports/7/",
-    "created_at": "2026-10-21T10:02:11.412093Z",
-    "user": "analyst",
-    "filename": "pd-abort-h200x2-20261021-0007.json",
-    "outcome": "imported",
-    "dry_run": False,
-    "replace": False,
-    "sha256": _SHA,
-    "size": 21526,
-    "run_id": "pd-abort-h200x2-20261021-0007",
-    "case": "CP22-003",
-    "claims": ["CLM-CP22-003-B"],
-    "scenarios": 2,
-    "trial_rows": 80,
-    "problems": [],
-    "revision": 15,
-    "other_revisions": [],
-    "replaced_sha256": "",
-    "message": "Imported run pd-abort-h200x2-20261021-0007 into case CP22-003 (2 scenarios, "
-    "80 trial rows), revision 15.",
-    "run_url": "/api/v1/runs/pd-abort-h200x2-20261021-0007/",
-}
-_UNCHANGED_EXAMPLE = {
-    **_REPORT_EXAMPLE,
-    "id": 8,
-    "url": "/api/v1/imports/8/",
-    "outcome": "unchanged",
-    "revision": None,
-    "message": "Already imported: run pd-abort-h200x2-20261021-0007 is in case CP22-003 with "
-    "this very file; nothing was written.",
-}
-_REFUSED_PROBLEM = {
-    "code": "repro.trial_counter_mismatch",
-    "message": '7 trial rows of scenario "mooncake-none-lifo" have late_write true, but its '
-    "late_writes_landed is 8.",
-    "path": "scenarios[0].late_writes_landed",
-}
-_REFUSED_EXAMPLE = {
-    "status": 400,
-    "title": "The import was refused",
-    "errors": [_REFUSED_PROBLEM],
-    "report": {
-        **_REPORT_EXAMPLE,
-        "id": 9,
-        "url": "/api/v1/imports/9/",
-        "outcome": "refused",
-        "run_id": "pd-abort-h200x2-20261021-0008",
-        "sha256": "a" * 64,
-        "problems": [_REFUSED_PROBLEM],
-        "revision": None,
-        "run_url": None,
-        "message": "Refused: 1 problem (listed with their paths); nothing was written.",
-    },
-}
-_CONFLICT_PROBLEM = {
-    "code": "import.run_conflict",
-    "message": "Run pd-abort-h200x2-20261021-0007 was already imported into case CP22-003 from "
-    "another file (sha256 24641e4bc5cb…, this one 5b0e3f0c21aa…). Ask for a replacement "
-    "explicitly to replace it.",
-    "path": "run_id",
-}
-_CONFLICT_EXAMPLE = {
-    "status": 409,
-    "title": "Conflict",
-    "errors": [_CONFLICT_PROBLEM],
-    "report": {
-        **_REFUSED_EXAMPLE["report"],
-        "run_id": "pd-abort-h200x2-20261021-0007",
-        "problems": [_CONFLICT_PROBLEM],
-    },
-}
+# Request examples only: every response example is a recorded response (openapi.recorded).
 _FILE_EXAMPLE = {
     "format": "repro-results/1",
     "run_id": "pd-abort-h200x2-20261021-0007",
@@ -337,39 +264,6 @@ _FILE_EXAMPLE = {
         },
     ],
 }
-_RUN_EXAMPLE = {
-    "run_id": "pd-abort-h200x2-20261021-0007",
-    "case": "CP22-003",
-    "sha256": _SHA,
-    "started_at": "2026-10-21T09:14:03Z",
-    "finished_at": "2026-10-21T09:52:40Z",
-    "harness": {"name": "pd-abort-race", "version": "0.3.2"},
-    "claims": ["CLM-CP22-003-B"],
-    "scenarios": 2,
-    "stored_trial_rows": 80,
-    "url": "/api/v1/runs/pd-abort-h200x2-20261021-0007/",
-    "trials_csv": "/api/v1/runs/pd-abort-h200x2-20261021-0007/trials.csv",
-}
-_STATS_EXAMPLE = {
-    "position": 0,
-    "id": "mooncake-none-lifo",
-    "backend": "mooncake",
-    "mitigations": [],
-    "mitigated": False,
-    "free_list_order": "lifo",
-    "trials": 40,
-    "checksum_mismatches": 1,
-    "wrong_outputs": 1,
-    "outcome": "reproduced",
-    "stale_read_rate": {
-        "events": 1,
-        "trials": 40,
-        "rate": 0.025,
-        "ci95_lower": 0.004430,
-        "ci95_upper": 0.128835,
-    },
-    "stored_rows": 40,
-}
 
 
 def _paginated(name: str, item: type[serializers.Serializer]) -> Any:
@@ -424,7 +318,7 @@ IMPORT_LIST = extend_schema_view(
         responses={
             200: _paginated("ImportReportPage", ImportReportSerializer),
             304: openapi.LIST_NOT_MODIFIED,
-            **openapi.error_responses(400, 401, 403, 404),
+            **openapi.error_responses(400, 401, 403, 404, examples=openapi.LIST_ERRORS),
         },
     ),
     post=extend_schema(
@@ -462,48 +356,27 @@ IMPORT_LIST = extend_schema_view(
             201: OpenApiResponse(
                 ImportReportSerializer,
                 description="imported or replaced",
-                examples=[
-                    OpenApiExample(
-                        "imported", value=_REPORT_EXAMPLE, response_only=True, status_codes=["201"]
-                    )
-                ],
+                examples=openapi.recorded_example("import.201"),
             ),
             200: OpenApiResponse(
                 ImportReportSerializer,
                 description="unchanged (already imported), or a dry run",
-                examples=[
-                    OpenApiExample(
-                        "unchanged",
-                        value=_UNCHANGED_EXAMPLE,
-                        response_only=True,
-                        status_codes=["200"],
-                    )
-                ],
+                examples=openapi.recorded_example("import.200"),
             ),
             400: OpenApiResponse(
                 ImportRefusalSerializer,
                 description="refused: every problem with its path; nothing was written",
-                examples=[
-                    OpenApiExample(
-                        "refused", value=_REFUSED_EXAMPLE, response_only=True, status_codes=["400"]
-                    )
-                ],
+                examples=openapi.recorded_example("import.400"),
             ),
             202: OpenApiResponse(
                 ImportReportSerializer,
                 description="queued as a background job: poll `url`",
+                examples=openapi.recorded_example("import.202"),
             ),
             409: OpenApiResponse(
                 ImportRefusalSerializer,
                 description="the run_id was imported from another file (`import.run_conflict`)",
-                examples=[
-                    OpenApiExample(
-                        "run conflict",
-                        value=_CONFLICT_EXAMPLE,
-                        response_only=True,
-                        status_codes=["409"],
-                    )
-                ],
+                examples=openapi.recorded_example("import.409"),
             ),
             **openapi.error_responses(401, 403, 415),
         },
@@ -521,7 +394,12 @@ IMPORT_DETAIL = extend_schema_view(
         parameters=[
             OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH, description="its id")
         ],
-        responses={200: ImportReportSerializer, **openapi.error_responses(401, 403, 404)},
+        responses={
+            200: OpenApiResponse(
+                ImportReportSerializer, examples=openapi.recorded_example("import.201", 200)
+            ),
+            **openapi.error_responses(401, 403, 404, family="import"),
+        },
     ),
 )
 
@@ -539,21 +417,10 @@ RUN_LIST = extend_schema_view(
         responses={
             200: OpenApiResponse(
                 _paginated("RunPage", RunSerializer),
-                examples=[
-                    OpenApiExample(
-                        "runs",
-                        value={
-                            "count": 1,
-                            "next": None,
-                            "previous": None,
-                            "results": [_RUN_EXAMPLE],
-                        },
-                        response_only=True,
-                    )
-                ],
+                examples=openapi.recorded_example("runs.200"),
             ),
             304: openapi.LIST_NOT_MODIFIED,
-            **openapi.error_responses(400, 401, 403, 404),
+            **openapi.error_responses(400, 401, 403, 404, examples=openapi.LIST_ERRORS),
         },
     ),
 )
@@ -570,24 +437,8 @@ RUN_DETAIL = extend_schema_view(
         "impact basis.",
         tags=[RUN_TAG],
         responses={
-            200: OpenApiResponse(
-                RunDetailSerializer,
-                examples=[
-                    OpenApiExample(
-                        "run",
-                        value={
-                            **_RUN_EXAMPLE,
-                            "summary": {
-                                **{k: v for k, v in _FILE_EXAMPLE.items() if k != "trials"},
-                                "sha256": _SHA,
-                            },
-                            "scenario_stats": [_STATS_EXAMPLE],
-                        },
-                        response_only=True,
-                    )
-                ],
-            ),
-            **openapi.error_responses(401, 403, 404),
+            200: OpenApiResponse(RunDetailSerializer, examples=openapi.recorded_example("run.200")),
+            **openapi.error_responses(401, 403, 404, family="run"),
         },
     ),
 )
@@ -670,7 +521,7 @@ RUN_TRIALS = extend_schema_view(
                 ],
             ),
             (200, "application/json"): {"type": "array", "items": TRIAL_ROW},
-            **openapi.error_responses(401, 403, 404),
+            **openapi.error_responses(401, 403, 404, family="run"),
         },
     ),
 )

@@ -155,9 +155,11 @@ RELEASE_LIST = extend_schema_view(
             *openapi.LIST_HEADERS,
         ],
         responses={
-            200: RELEASE_PAGE,
+            200: OpenApiResponse(RELEASE_PAGE, examples=openapi.recorded_example("releases.200")),
             304: openapi.LIST_NOT_MODIFIED,
-            **openapi.error_responses(400, 404),
+            **openapi.error_responses(
+                400, 404, examples={**openapi.LIST_ERRORS, 404: "release.404"}
+            ),
         },
     ),
     post=extend_schema(
@@ -170,8 +172,12 @@ RELEASE_LIST = extend_schema_view(
         request=PublishSerializer,
         parameters=[openapi.location_header(201, what="the release")],
         responses={
-            201: OpenApiResponse(RELEASE_DETAIL, description="the release published"),
-            **openapi.error_responses(400, 401, 403),
+            201: OpenApiResponse(
+                RELEASE_DETAIL,
+                description="the release published",
+                examples=openapi.recorded_example("release.201"),
+            ),
+            **openapi.error_responses(400, 401, 403, family="release"),
         },
         examples=[
             OpenApiExample(
@@ -198,7 +204,7 @@ RELEASE_DETAIL = extend_schema_view(
             OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
             OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
         ],
-        responses={200: RELEASE_DETAIL, **openapi.error_responses(404)},
+        responses={200: RELEASE_DETAIL, **openapi.error_responses(404, family="release")},
     ),
 )
 
@@ -213,6 +219,6 @@ RELEASE_BUNDLE = extend_schema_view(
         tags=["releases"],
         auth=openapi.PUBLIC_READ,
         parameters=[NUMBER_PARAMETER],
-        responses={200: BUNDLE, **openapi.error_responses(404)},
+        responses={200: BUNDLE, **openapi.error_responses(404, family="release")},
     ),
 )

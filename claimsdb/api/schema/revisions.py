@@ -31,7 +31,10 @@ REVISION_LIST = extend_schema_view(
         responses={
             200: openapi.ref("Revision"),
             304: openapi.LIST_NOT_MODIFIED,
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+            **openapi.error_responses(
+                *openapi.PUBLIC_READ_ERRORS,
+                examples={**openapi.QUERY_ERRORS, 400: "feed.400", 404: "revision.404"},
+            ),
         },
     ),
 )
@@ -51,7 +54,11 @@ CASE_REVISIONS = extend_schema_view(
         responses={
             200: openapi.ref("Revision"),
             304: openapi.LIST_NOT_MODIFIED,
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+            **openapi.error_responses(
+                *openapi.PUBLIC_READ_ERRORS,
+                family="case",
+                examples={**openapi.QUERY_ERRORS, 400: "feed.400"},
+            ),
         },
     ),
 )
@@ -78,7 +85,9 @@ REVISION_DETAIL = extend_schema_view(
         responses={
             200: openapi.ref("RevisionDetail"),
             304: openapi.NOT_MODIFIED,
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+            **openapi.error_responses(
+                *openapi.PUBLIC_READ_ERRORS, family="revision", examples=openapi.QUERY_ERRORS
+            ),
         },
     ),
 )
@@ -105,12 +114,8 @@ CASE_DIFF = extend_schema_view(
             200: openapi.ref("Diff"),
             **openapi.error_responses(
                 *openapi.PUBLIC_READ_ERRORS,
-                bad_request=(
-                    "The request was refused",
-                    "revision.not_of_record",
-                    "revision 2 is not a revision of case CP22-003",
-                    "from",
-                ),
+                family="case",
+                examples={**openapi.QUERY_ERRORS, 400: "diff.400"},
             ),
         },
     ),
@@ -137,7 +142,9 @@ CASE_REVERT = extend_schema_view(
             200: OpenApiResponse(
                 response=openapi.document_ref("case"), description="the case as it now is"
             ),
-            **openapi.error_responses(*openapi.WRITE_ERRORS, 412),
+            **openapi.error_responses(
+                *openapi.WRITE_ERRORS, 412, family="case", examples={400: "revert.400"}
+            ),
         },
     ),
 )
