@@ -105,6 +105,16 @@ def test_a_page_past_the_end_is_a_404_in_the_error_shape(seeded, viewer):
     assert response.json()["errors"][0]["code"] == "request.not_found"
 
 
+@pytest.mark.parametrize("page", ["", "0", "abc", "-1", "1.5"])
+def test_a_page_that_is_not_a_whole_number_is_refused(seeded, viewer, page):
+    for path in ("cases/", "runs/", "releases/"):
+        response = token_client(viewer).get(f"{API}/{path}", {"page": page})
+        assert response.status_code == 400, (path, page)
+        assert [(e["code"], e["path"]) for e in response.json()["errors"]] == [
+            ("request.invalid", "page")
+        ]
+
+
 # --- the revision feed: keyset pages --------------------------------------------------------
 
 

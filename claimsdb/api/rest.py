@@ -143,6 +143,17 @@ class Pagination(PageNumberPagination):
             )
         return super().get_page_size(request)
 
+    def get_page_number(self, request, paginator):
+        # DRF reads an empty ?page= as page 1; refuse anything but a whole number ≥ 1, as
+        # the schema's integer says (a number past the end stays a 404)
+        raw = request.query_params.get(self.page_query_param)
+        if raw is not None and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+            raise ValidationError(
+                {self.page_query_param: [f"must be an integer ≥ 1, not {raw!r}"]},
+                code=RequestCode.INVALID,
+            )
+        return super().get_page_number(request, paginator)
+
     def get_first_link(self) -> str:
         return remove_query_param(self.request.build_absolute_uri(), self.page_query_param)
 

@@ -11,7 +11,6 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import serializers
 
 from claimsdb.models import ReleaseChange
 from claimsdb.records.kinds import record_kinds
@@ -130,10 +129,22 @@ RELEASE_PAGE = openapi.component(
 )
 
 
-class PublishSerializer(serializers.Serializer):
-    """The body of ``POST /api/v1/releases/`` (documentation: the view reads it itself)."""
-
-    notes = serializers.CharField(help_text="what the release publishes and why")
+PUBLISH_REQUEST = openapi.component(
+    "PublishRequest",
+    {
+        "type": "object",
+        "description": "The body of `POST /api/v1/releases/` (the view reads it itself).",
+        "properties": {
+            "notes": {
+                "type": "string",
+                "minLength": 1,
+                "description": "what the release publishes and why",
+            }
+        },
+        "required": ["notes"],
+        "additionalProperties": False,
+    },
+)
 
 
 NUMBER_PARAMETER = OpenApiParameter(
@@ -169,7 +180,7 @@ RELEASE_LIST = extend_schema_view(
         "rule and method (reviewers). Refused without notes (`release.notes_required`) or "
         "when nothing changed since the previous release (`release.nothing_changed`).",
         tags=["releases"],
-        request=PublishSerializer,
+        request={"application/json": PUBLISH_REQUEST},
         parameters=[openapi.location_header(201, what="the release")],
         responses={
             201: OpenApiResponse(
