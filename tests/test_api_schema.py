@@ -302,3 +302,21 @@ def test_live_api_conforms_to_its_schema(api_schema, reviewer_token, reviewer, p
             failures.append(f"{operation.label}: {exc}")
     assert operations >= {"records": 30, "public": 12}.get(part, 1)
     assert not failures, "\n\n".join(failures)
+
+
+def test_every_body_is_a_named_component():
+    """A generated client gets one class per resource (``Release``, ``ImportReport``,
+    ``CasePage``), never one per operation and status (``ReleasesCreateResponse201``)."""
+    inline = []
+    for path, item in get_schema()["paths"].items():
+        for method, operation in item.items():
+            bodies = [("request", operation.get("requestBody", {}))]
+            bodies += [(status, r) for status, r in operation["responses"].items()]
+            for where, body in bodies:
+                for media_type, content in body.get("content", {}).items():
+                    schema = content.get("schema", {})
+                    if schema.get("type") == "array":
+                        schema = schema["items"]
+                    if "$ref" not in schema and schema.get("type") != "string":
+                        inline.append((method, path, where, media_type))
+    assert inline == []
