@@ -23,11 +23,23 @@ from claimsdb.codes import CODES
 from claimsdb.records import schema as record_schema
 from claimsdb.records.kinds import record_kinds
 
+_CASE = record_schema.CASE.fields
+_DIMENSION = record_schema.METHOD.fields["dimensions"].item
+# Every object of a document is a named component: one class of a generated client for an
+# attribution, whether it is read in a CaseDocument or sent in a CasePatch.
 NAMED_FIELDS = {
     id(record_schema.CLAIM): "Claim",
     id(record_schema.EVIDENCE_LINK): "EvidenceLink",
     id(record_schema.ASSESSMENT): "Assessment",
     id(record_schema.FIGURE): "Figure",
+    id(_CASE["controls"].item): "Control",
+    id(_CASE["unknowns"].item): "Unknown",
+    id(_CASE["attributions"].item): "Attribution",
+    id(_CASE["relations"].item): "Relation",
+    id(_CASE["reproduction_runs"].item): "ReproductionRunSummary",
+    id(_DIMENSION): "Dimension",
+    id(_DIMENSION.fields["values"].item): "DimensionValue",
+    id(record_schema.METHOD.fields["impact"]): "ImpactScale",
 }
 
 
