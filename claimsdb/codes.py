@@ -513,11 +513,55 @@ class ServerCode(Code):
 
 
 class RequestCode(Code):
-    """A request as a whole, before its document is read."""
+    """A request as a whole, before its document is read, and its query parameters and the
+    fields of a form-like body (a revert's `revision`, a token request's): what Django REST
+    framework would report with a bare code (`DrfCode`), under one prefix."""
 
     TOO_LARGE = (
         "request.too_large",
         "a request body larger than allowed (HTTP 413; docs/limits.md)",
+    )
+    NOT_FOUND = (
+        "request.not_found",
+        "no API endpoint at that URL, or nothing at it by that identifier (an import, a run, "
+        "a page past the end of a list) (HTTP 404)",
+    )
+    METHOD_NOT_ALLOWED = (
+        "request.method_not_allowed",
+        "the endpoint does not take this method (HTTP 405)",
+    )
+    NOT_ACCEPTABLE = (
+        "request.not_acceptable",
+        "no representation fits the Accept header (HTTP 406)",
+    )
+    UNSUPPORTED_MEDIA_TYPE = (
+        "request.unsupported_media_type",
+        "the request body's Content-Type is not one the endpoint reads (HTTP 415)",
+    )
+    THROTTLED = "request.throttled", "too many requests: retry after Retry-After (HTTP 429)"
+    INVALID = "request.invalid", "a query parameter or request field is not valid"
+    REQUIRED = "request.required", "a required query parameter or request field is missing"
+    BLANK = "request.blank", "a request field that may not be blank is blank"
+    NULL = "request.null", "a request field that may not be null is null"
+    INVALID_CHOICE = (
+        "request.invalid_choice",
+        "a query parameter is not one of its choices",
+    )
+    MIN_VALUE = "request.min_value", "a number in the request is below its least value"
+    MAX_VALUE = "request.max_value", "a number in the request is above its greatest value"
+    MAX_DIGITS = "request.max_digits", "a number in the request has too many digits"
+
+
+class AuthenticationCode(Code):
+    """Who is asking: credentials missing or wrong."""
+
+    REQUIRED = (
+        "authentication.required",
+        "the request carries no credentials and needs some (HTTP 401)",
+    )
+    FAILED = (
+        "authentication.failed",
+        "the credentials are wrong, e.g. an unknown or revoked API token (HTTP 401)",
     )
 
 
@@ -542,11 +586,17 @@ class SigninCode(Code):
         "too many failed sign-ins for the account: even the right password is refused for a "
         "while (HTTP 429; docs/limits.md)",
     )
+    FAILED = (
+        "signin.failed",
+        "the username and password of a token request do not sign in (HTTP 400)",
+    )
 
 
 class DrfCode(Code):
-    """Django REST framework's own codes, which the API passes on as DRF gives them (and
-    ``not_found`` for a URL under /api/ that no endpoint matches)."""
+    """Django's and Django REST framework's own codes, as their forms, serializers and
+    exceptions raise them. The API never reports one: it reports the namespaced code that
+    `API_CODES` gives for it (the last column of docs/codes.md), so that tools match on one
+    vocabulary. The web's forms keep them."""
 
     NOT_AUTHENTICATED = "not_authenticated", "the request carries no credentials (HTTP 401)"
     AUTHENTICATION_FAILED = (
@@ -585,6 +635,44 @@ class DrfCode(Code):
     )
 
 
+# What the API reports for each of Django's and DRF's codes.
+API_CODES: dict[DrfCode, Code] = {
+    DrfCode.NOT_AUTHENTICATED: AuthenticationCode.REQUIRED,
+    DrfCode.AUTHENTICATION_FAILED: AuthenticationCode.FAILED,
+    DrfCode.PERMISSION_DENIED: PermissionCode.DENIED,
+    DrfCode.NOT_FOUND: RequestCode.NOT_FOUND,
+    DrfCode.PARSE_ERROR: DocumentCode.MALFORMED,
+    DrfCode.METHOD_NOT_ALLOWED: RequestCode.METHOD_NOT_ALLOWED,
+    DrfCode.NOT_ACCEPTABLE: RequestCode.NOT_ACCEPTABLE,
+    DrfCode.UNSUPPORTED_MEDIA_TYPE: RequestCode.UNSUPPORTED_MEDIA_TYPE,
+    DrfCode.THROTTLED: RequestCode.THROTTLED,
+    DrfCode.INVALID: RequestCode.INVALID,
+    DrfCode.REQUIRED: RequestCode.REQUIRED,
+    DrfCode.BLANK: RequestCode.BLANK,
+    DrfCode.NULL: RequestCode.NULL,
+    DrfCode.NULL_CHARACTERS_NOT_ALLOWED: InputCode.INVALID_TEXT,
+    DrfCode.SURROGATE_CHARACTERS_NOT_ALLOWED: InputCode.INVALID_TEXT,
+    DrfCode.INVALID_CHOICE: RequestCode.INVALID_CHOICE,
+    DrfCode.MIN_VALUE: RequestCode.MIN_VALUE,
+    DrfCode.MAX_VALUE: RequestCode.MAX_VALUE,
+    DrfCode.MAX_STRING_LENGTH: RequestCode.MAX_DIGITS,
+    DrfCode.AUTHORIZATION: SigninCode.FAILED,
+}
+
+
+def api_code(code: str) -> str:
+    """The code the API reports for ``code``: a namespaced code as it is, one of Django's or
+    DRF's mapped (``invalid_choice`` → ``request.invalid_choice``), and any other bare code a
+    library may raise as ``request.invalid``."""
+    if "." in code:
+        return code
+    mapped = _API_CODES_BY_TEXT.get(code)
+    return str(mapped) if mapped is not None else str(RequestCode.INVALID)
+
+
+_API_CODES_BY_TEXT: dict[str, Code] = {str(drf): ours for drf, ours in API_CODES.items()}
+
+
 FAMILIES: tuple[type[Code], ...] = (
     DocumentCode,
     RecordCode,
@@ -613,6 +701,7 @@ FAMILIES: tuple[type[Code], ...] = (
     RequestCode,
     InputCode,
     SigninCode,
+    AuthenticationCode,
     DrfCode,
     ReviewCode,
 )

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from claimsdb.codes import FAMILIES, Code
+from claimsdb.codes import API_CODES, FAMILIES, Code, DrfCode
 
 PATH = Path(__file__).resolve().parent.parent / "docs" / "codes.md"
 
@@ -39,11 +39,15 @@ def _family(family: type[Code]) -> str:
     prefixes = {code.split(".")[0] for code in family if "." in code}
     title = f"`{prefixes.pop()}.*`" if prefixes else "without a prefix"
     about = " ".join((family.__doc__ or "").split()).replace("``", "`")
-    rows = "".join(f"| `{code}` | {_cell(code.doc)} |\n" for code in family)
-    return (
-        f"\n## {title} — `{family.__name__}`\n\n{about}\n\n| code | meaning |\n| --- | --- |\n"
-        + rows
-    )
+    if family is DrfCode:  # never reported by the API: say what it reports instead
+        head = "| code | meaning | the API reports |\n| --- | --- | --- |\n"
+        rows = "".join(
+            f"| `{code}` | {_cell(code.doc)} | `{API_CODES[code]}` |\n" for code in DrfCode
+        )
+    else:
+        head = "| code | meaning |\n| --- | --- |\n"
+        rows = "".join(f"| `{code}` | {_cell(code.doc)} |\n" for code in family)
+    return f"\n## {title} — `{family.__name__}`\n\n{about}\n\n" + head + rows
 
 
 def _cell(text: str) -> str:

@@ -16,8 +16,10 @@ import re
 
 import schemathesis
 
-# Statuses a schema-valid request may get whatever its content.
-ACCEPTABLE = {401, 403, 404, 409, 412, 429}
+# Statuses a schema-valid request may get whatever its content. 428: a whole-record PUT
+# without If-Match, which the schema documents (If-Match is not a required parameter there,
+# so that a client can make the request whose answer is the documented 428).
+ACCEPTABLE = {401, 403, 404, 409, 412, 428, 429}
 # Codes of refusals that depend on stored data, state or file content, which no schema states.
 DATA_CODE_PREFIXES = (
     "scope.",
@@ -46,7 +48,7 @@ DATA_CODE_PREFIXES = (
     "document.duplicate_key",
     "document.too_large",  # the whole document's size: no schema keyword bounds it
     "document.invalid_key",  # an object's keys: OpenAPI 3.0 has no propertyNames
-    "authorization",  # wrong credentials at the token endpoint
+    "signin.failed",  # wrong credentials at the token endpoint
     "pagination.cursor_invalid",  # a cursor is an opaque token that only the feed hands out
 )
 
@@ -95,3 +97,22 @@ def refusals_are_not_about_shape(ctx, response, case) -> bool | None:
         f"a schema-valid request was refused with {status} {codes or response.text[:300]}: "
         "the schema must state what the endpoint refuses for its shape"
     )
+
+
+@schemathesis.check
+def error_codes_are_namespaced(ctx, response, case) -> bool | None:
+    """Every error the API answers with is JSON in the one shape, and each of its codes is
+    one of claimsdb's namespaced codes (Django's and DRF's bare ones are mapped:
+    claimsdb/codes.py ``API_CODES``)."""
+    from claimsdb.codes import CODES
+
+    if response.status_code < 400:
+        return None
+    try:
+        codes = [str(error["code"]) for error in json.loads(response.content)["errors"]]
+    except (ValueError, KeyError, TypeError) as error:
+        raise AssertionError(f"an error that is not in the one JSON shape: {error}") from None
+    unknown = [code for code in codes if code not in CODES]
+    if unknown:
+        raise AssertionError(f"codes that are not claimsdb's: {unknown}")
+    return None

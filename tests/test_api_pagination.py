@@ -101,7 +101,17 @@ def test_public_record_lists_page_released_records(seeded, reviewer):
 def test_a_page_past_the_end_is_a_404_in_the_error_shape(seeded, viewer):
     response = token_client(viewer).get(f"{API}/cases/?page=99")
     assert response.status_code == 404
-    assert response.json()["errors"][0]["code"] == "not_found"
+    assert response.json()["errors"][0]["code"] == "request.not_found"
+
+
+@pytest.mark.parametrize("page", ["", "0", "abc", "-1", "1.5"])
+def test_a_page_that_is_not_a_whole_number_is_refused(seeded, viewer, page):
+    for path in ("cases/", "runs/", "releases/"):
+        response = token_client(viewer).get(f"{API}/{path}", {"page": page})
+        assert response.status_code == 400, (path, page)
+        assert [(e["code"], e["path"]) for e in response.json()["errors"]] == [
+            ("request.invalid", "page")
+        ]
 
 
 # --- the revision feed: keyset pages --------------------------------------------------------
@@ -288,3 +298,73 @@ def test_releases_and_their_entries_page(seeded, reviewer, analyst):
     assert all(e["previous_revision"] == e["revision"] for e in unchanged)
     last = client.get(f"{API}/releases/2/?page=3&page_size=5").json()
     assert last["entries_next"] is None and "page_size=5" in last["entries_previous"]
+
+
+# --- Link headers and entity tags -----------------------------------------------------------
+
+
+def parse_links(header: str) -> dict[str, str]:
+    """``{"next": url, …}`` of an RFC 8288 Link header."""
+    links = {}
+    for part in header.split(", <"):
+        url, rel = part.lstrip("<").split('>; rel="')
+        links[rel.rstrip('"')] = url
+    return links
+
+
+def test_numbered_pages_carry_link_headers_beside_the_body_links(seeded, viewer):
+    client = token_client(viewer)
+    first = client.get(f"{API}/sources/?page_size=2&ordering=key")
+    links = parse_links(first["Link"])
+    assert set(links) == {"first", "next", "last"}  # no prev on the first page
+    assert links["next"] == first.json()["next"]
+    assert links["first"] == "http://testserver/api/v1/sources/?ordering=key&page_size=2"
+    last = client.get(links["last"])
+    assert last.json()["next"] is None
+    assert set(parse_links(last["Link"])) == {"first", "prev", "last"}
+    assert parse_links(last["Link"])["prev"] == last.json()["previous"]
+    # every page is reached from the first by following rel="next"
+    pages, url = [], links["first"]
+    while url:
+        response = client.get(url)
+        pages.append(response.json())
+        url = parse_links(response["Link"]).get("next")
+    assert keys_of(pages) == sorted(s["key"] for s in seeded["sources"])
+
+
+def test_list_pages_carry_an_etag_and_answer_304_while_unchanged(seeded, viewer, analyst):
+    client = token_client(viewer)
+    response = client.get(f"{API}/cases/?page_size=2")
+    etag = response["ETag"]
+    assert etag.startswith('W/"')
+    assert client.get(f"{API}/cases/?page_size=2")["ETag"] == etag
+    cached = client.get(f"{API}/cases/?page_size=2", HTTP_IF_NONE_MATCH=etag)
+    assert cached.status_code == 304 and cached.content == b""
+    assert cached["ETag"] == etag
+    # a strong spelling of the same tag matches too (If-None-Match compares weakly)
+    strong = etag.removeprefix("W/")
+    assert client.get(f"{API}/cases/?page_size=2", HTTP_IF_NONE_MATCH=strong).status_code == 304
+    first_key = response.json()["results"][0]["key"]
+    document = record_document("case", first_key)
+    document["title"] = "Changed"
+    record_update(kind="case", key=first_key, document=document, user=analyst, summary="Edit")
+    changed = client.get(f"{API}/cases/?page_size=2", HTTP_IF_NONE_MATCH=etag)
+    assert changed.status_code == 200 and changed["ETag"] != etag
+
+
+def test_the_feed_gives_its_cursor_beside_its_links(seeded, viewer):
+    client = token_client(viewer)
+    page = client.get(f"{API}/revisions/?page_size=3")
+    body = page.json()
+    assert body["previous"] is None and body["previous_cursor"] is None
+    assert body["next"].endswith(f"cursor={body['next_cursor']}&page_size=3") or (
+        f"cursor={body['next_cursor']}" in body["next"]
+    )
+    links = parse_links(page["Link"])
+    first = "http://testserver/api/v1/revisions/?page_size=3"
+    assert links == {"first": first, "next": body["next"]}
+    # the cursor alone reaches the page the link does
+    by_cursor = client.get(f"{API}/revisions/", {"page_size": 3, "cursor": body["next_cursor"]})
+    assert by_cursor.json()["results"] == client.get(body["next"]).json()["results"]
+    assert by_cursor.json()["previous_cursor"]
+    assert parse_links(by_cursor["Link"])["prev"] == by_cursor.json()["previous"]

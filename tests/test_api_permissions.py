@@ -306,7 +306,8 @@ def test_every_endpoint_for_every_role(world, endpoint, role):
         if response.status_code == 404:
             assert code == "record.not_found"
         else:
-            assert code == ("not_authenticated" if role == "anonymous" else "permission.denied")
+            denied = "authentication.required" if role == "anonymous" else "permission.denied"
+            assert code == denied
     if endpoint.writes and not allowed(endpoint, role):
         assert state() == before  # a denied write changes nothing
     elif endpoint.writes:
@@ -353,7 +354,7 @@ def test_anonymous_writes_are_refused_with_401_and_the_token_challenge(world):
         response = call(endpoint, "anonymous", world)
         assert response.status_code == 401, endpoint
         assert response["WWW-Authenticate"] == "Token"
-        assert json.loads(response.content)["errors"][0]["code"] == "not_authenticated"
+        assert json.loads(response.content)["errors"][0]["code"] == "authentication.required"
 
 
 def test_the_token_endpoint_serves_users_without_a_role(db):
@@ -379,7 +380,7 @@ def test_inactive_users_tokens_stop_working(world, analyst):
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     response = client.get(f"{API}/cases/")
     assert response.status_code == 401
-    assert json.loads(response.content)["errors"][0]["code"] == "authentication_failed"
+    assert json.loads(response.content)["errors"][0]["code"] == "authentication.failed"
 
 
 def test_a_role_lost_between_check_and_write_is_refused_inside_the_transaction(

@@ -14,6 +14,7 @@ import pytest
 from django.test import override_settings
 
 from claimsdb.codes import (
+    API_CODES,
     CODES,
     FAMILIES,
     REGISTERED,
@@ -21,6 +22,7 @@ from claimsdb.codes import (
     ImportNowCode,
     ScopeCode,
     UnknownCode,
+    api_code,
 )
 from claimsdb.records import RuleViolation
 
@@ -37,6 +39,17 @@ def test_each_family_holds_the_codes_of_one_prefix():
         assert len(prefixes) == 1, family
         assert all(code.doc and not code.doc.endswith(".") for code in family), family
     assert {code for code in DrfCode if "." in code} == set()
+
+
+def test_the_api_reports_every_bare_code_of_drf_as_a_namespaced_one():
+    assert set(API_CODES) == set(DrfCode)
+    for ours in API_CODES.values():
+        assert "." in ours and ours in CODES
+    assert api_code("invalid_choice") == "request.invalid_choice"
+    assert api_code("not_authenticated") == "authentication.required"
+    assert api_code("scope.non_attribution") == "scope.non_attribution"
+    # a bare code no table knows (a library's own) is still namespaced
+    assert api_code("invalid_date") == "request.invalid"
 
 
 def test_no_code_is_registered_twice():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
 from rest_framework.test import APIClient
@@ -37,14 +38,16 @@ def test_the_examples_import_as_their_readme_says(example, seeded, analyst):
         assert body["filename"] == example.name
         assert body["scenarios"] == example.scenarios
         assert body["trial_rows"] == example.trial_rows
-        assert response["Location"] == f"/api/v1/runs/{example.run_id}/"
+        # absolute, as every URL the API gives (docs/api.md)
+        assert response["Location"] == f"http://testserver/api/v1/runs/{example.run_id}/"
+        assert body["run_url"] == response["Location"]
         assert Revision.objects.get(number=body["revision"]).action == "import"
     else:
         assert response.status_code == 400
         assert body["status"] == 400
         assert {(e["code"], e["path"]) for e in body["errors"]} == set(example.problems)
         assert body["report"]["outcome"] == "refused"
-        assert body["report"]["url"] == f"{IMPORTS}{body['report']['id']}/"
+        assert body["report"]["url"] == f"http://testserver{IMPORTS}{body['report']['id']}/"
         assert not ReproductionRun.objects.exists()
 
 
@@ -197,6 +200,40 @@ def test_trial_rows_as_csv(seeded, analyst, viewer):
     assert api_client().get(f"/api/v1/runs/{RUN_ID}/trials.csv").status_code == 401
     missing = api_client(viewer).get("/api/v1/runs/nope/trials.csv")
     assert missing.status_code == 404
+
+
+def test_trial_rows_as_json_and_errors_always_json(seeded, analyst, viewer):
+    post_raw(api_client(analyst), VALID_SMALL)
+    reader = api_client(viewer)
+
+    for asked in ({"format": "json"}, {"HTTP_ACCEPT": "application/json"}):
+        query = asked if "format" in asked else {}
+        headers = {} if query else asked
+        response = reader.get(f"/api/v1/runs/{RUN_ID}/trials.csv", query, **headers)
+        assert response.status_code == 200
+        assert response["Content-Type"] == "application/json"
+        rows = json.loads(b"".join(response.streaming_content))
+        assert len(rows) == 80
+        assert rows[0] == {
+            **rows[0],
+            "scenario": "mooncake-none-lifo",
+            "n": 1,
+            "checksum_mismatch": rows[0]["checksum_mismatch"] is True,
+        }
+        assert isinstance(rows[0]["aborted"], bool) and isinstance(rows[0]["extra"], dict)
+        assert sum(r["checksum_mismatch"] for r in rows[:40]) == 1
+
+    # errors are JSON whatever was asked for: CSV, anything, or a type the view has not
+    for accept in ("text/csv", "*/*", "application/json", "image/png"):
+        missing = reader.get("/api/v1/runs/nope/trials.csv", HTTP_ACCEPT=accept)
+        assert missing.status_code in (404, 406)
+        assert missing["Content-Type"] == "application/json", accept
+        assert missing.json()["errors"][0]["code"]
+    missing = reader.get("/api/v1/runs/nope/trials.csv", {"format": "csv"})
+    assert (missing.status_code, missing["Content-Type"]) == (404, "application/json")
+    assert api_client().get(f"/api/v1/runs/{RUN_ID}/trials.csv")["Content-Type"] == (
+        "application/json"
+    )
 
 
 def test_trial_rows_csv_keeps_extensions(seeded, analyst, viewer):

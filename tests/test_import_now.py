@@ -64,7 +64,8 @@ def test_import_now_imports_the_stored_file_without_an_upload(seeded, analyst, s
     assert new.file_sha256 == row.file_sha256 and new.filename == row.filename
     assert new.options == {"replace": False, "summary": "Edited summary", "from_dry_run": row.pk}
     run = ReproductionRun.objects.get(run_id=RUN)
-    assert run.file_sha256 == row.file_sha256
+    # the run is named by the file's content, the report row keeps the bytes' hash
+    assert run.file_sha256 == row.report["sha256"] == new.report["sha256"]
     assert Revision.objects.get(number=new.revision_number).summary == "Edited summary"
     row.refresh_from_db()
     assert row.options["imported_as"] == new.pk
@@ -86,7 +87,7 @@ def test_the_same_options_but_the_dry_run(seeded, analyst):
 
     new = ImportReport.objects.get(options__from_dry_run=row.pk)
     assert new.outcome == "replaced"
-    assert ReproductionRun.objects.get().file_sha256 == row.file_sha256
+    assert ReproductionRun.objects.get().file_sha256 == row.report["sha256"]
 
 
 def refusal(client: Client, row: ImportReport, summary: str = "kept") -> str:

@@ -83,6 +83,13 @@ def _summary(path: Path, sha256: str) -> dict[str, Any]:
     return {**run.header, "sha256": sha256}
 
 
+def content_sha(path: Path) -> str:
+    """A file's identity as docs/importing.md defines it: its canonical JSON's SHA-256."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _import(user, path: Path, **options) -> repro_results.Report:
     return ResultsImporter(user=user, **options).import_path(path)
 
@@ -235,6 +242,53 @@ def test_the_same_file_twice_writes_nothing_the_second_time(seeded, analyst):
     assert again.sha256 == first.sha256
 
 
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        pytest.param(lambda d: json.dumps(d, indent=4), id="indented"),
+        pytest.param(lambda d: json.dumps(d, separators=(",", ":")), id="compact"),
+        pytest.param(
+            lambda d: json.dumps(dict(reversed(list(d.items()))), ensure_ascii=True),
+            id="keys-reversed-ascii",
+        ),
+    ],
+)
+def test_the_same_content_reserialised_is_the_same_file(seeded, analyst, tmp_path, rewrite):
+    first = _import(analyst, VALID_SMALL)
+    assert first.outcome == repro_results.IMPORTED
+    assert first.sha256 == content_sha(VALID_SMALL)
+    assert first.file_sha256 == hashlib.sha256(VALID_SMALL.read_bytes()).hexdigest()
+    before = _state()
+    again_path = tmp_path / "again.json"
+    again_path.write_text(rewrite(json.loads(VALID_SMALL.read_text(encoding="utf-8"))))
+
+    again = _import(analyst, again_path)
+
+    assert again.outcome == repro_results.UNCHANGED, again.problems
+    assert again.sha256 == first.sha256 and again.file_sha256 != first.file_sha256
+    assert _state() == before
+
+
+def test_a_file_that_is_not_json_is_named_by_its_bytes(db, analyst, tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(b'{"format": "repro-results/1", ')
+    report = _import(analyst, broken)
+    assert report.refused
+    assert report.sha256 == report.file_sha256 == hashlib.sha256(broken.read_bytes()).hexdigest()
+
+
+def test_the_content_digest_streams_what_json_loads_reads():
+    from claimsdb.importers.repro.content_hash import content_sha256
+
+    for path in _samples("valid") + _samples("db"):
+        with path.open("rb") as stream:
+            assert content_sha256(stream) == content_sha(path), path.name
+    assert content_sha256(io.BytesIO(b"[1, 2]")) is None
+    assert content_sha256(io.BytesIO(rb'{"a": [1, {"b": 2.50, "a": null}], "0": "\u00e9"}')) == (
+        hashlib.sha256('{"0":"é","a":[1,{"a":null,"b":2.5}]}'.encode()).hexdigest()
+    )
+
+
 def test_replacement_replaces_rows_and_records_a_revision(seeded, analyst):
     _import(analyst, VALID_SMALL)
     replacement = FIXTURES / "db" / "replacement.json"
@@ -246,7 +300,7 @@ def test_replacement_replaces_rows_and_records_a_revision(seeded, analyst):
 
     assert report.outcome == repro_results.REPLACED
     _assert_imported(report, replacement)
-    assert report.replaced_sha256 == hashlib.sha256(VALID_SMALL.read_bytes()).hexdigest()
+    assert report.replaced_sha256 == content_sha(VALID_SMALL)
     run = ReproductionRun.objects.get(run_id=report.run_id)
     assert TrialRow.objects.filter(scenario__run=run).count() == report.trial_rows == 9
     assert TrialRow.objects.count() == 9  # the 80 rows of the replaced file are gone

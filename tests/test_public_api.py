@@ -474,7 +474,7 @@ def writes(world: World) -> list[tuple[str, str, object]]:
 
 @pytest.mark.parametrize(
     "role,status,code",
-    [("anonymous", 401, "not_authenticated"), ("nobody", 403, "permission.denied")],
+    [("anonymous", 401, "authentication.required"), ("nobody", 403, "permission.denied")],
 )
 def test_writes_are_refused_and_change_nothing(world, role, status, code):
     client = client_as(role)
@@ -536,7 +536,7 @@ def test_unknown_api_urls_get_a_json_404_in_the_error_shape(db, url):
     error = body(response)
     assert error["status"] == 404
     assert error["title"] == "Not found"
-    assert [e["code"] for e in error["errors"]] == ["not_found"]
+    assert [e["code"] for e in error["errors"]] == ["request.not_found"]
 
 
 def test_unknown_site_urls_still_get_the_html_page(db):

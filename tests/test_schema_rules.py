@@ -59,7 +59,7 @@ def test_a_patch_cannot_remove_a_required_field(schema):
 def test_the_token_endpoint_documents_its_codes(schema):
     token = schema["components"]["schemas"]["TokenRequest"]["properties"]
     assert token["username"]["minLength"] == 1 and token["password"]["minLength"] == 1
-    assert "`authorization`" in schema["components"]["schemas"]["ErrorItem"]["description"]
+    assert "`signin.failed`" in schema["components"]["schemas"]["ErrorItem"]["description"]
     assert "`signin.throttled`" in schema["components"]["schemas"]["ErrorItem"]["description"]
 
 
@@ -76,7 +76,7 @@ def test_the_token_endpoint_documents_its_codes(schema):
 def test_malformed_query_parameters_are_refused_not_ignored(seeded, reviewer, url):
     response = api_client(reviewer).get(url)
     assert response.status_code == 400, response.content
-    assert json.loads(response.content)["errors"][0]["code"] == "invalid"
+    assert json.loads(response.content)["errors"][0]["code"] == "request.invalid"
 
 
 def test_integer_filters_are_bounded_and_an_empty_choice_is_no_filter(schema):

@@ -37,6 +37,7 @@ class TokenView(ObtainAuthToken):
         tags=["auth"],
         auth=[],
         request={"application/json": openapi.ref("TokenRequest")},
+        parameters=[openapi.RETRY_AFTER_HEADER],
         examples=[
             OpenApiExample(
                 "credentials",
@@ -47,15 +48,9 @@ class TokenView(ObtainAuthToken):
         responses={
             200: OpenApiResponse(
                 response=openapi.ref("Token"),
-                examples=[
-                    OpenApiExample(
-                        "token",
-                        value={"token": "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"},
-                        response_only=True,
-                    )
-                ],
+                examples=openapi.recorded_example("token.200"),
             ),
-            **openapi.error_responses(400, 415, 429),
+            **openapi.error_responses(400, 415, 429, family="token"),
         },
     )
     def post(self, request: Request, *args, **kwargs) -> Response:

@@ -21,7 +21,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from claimsdb.codes import DrfCode, RecordCode, RevisionCode
+from claimsdb.codes import RecordCode, RequestCode, RevisionCode
 from claimsdb.records import RuleViolation, StaleRevision
 from claimsdb.selectors.revisions import latest_revision_number
 from claimsdb.services import ANY_REVISION
@@ -78,7 +78,7 @@ def int_param(value: Any, name: str, *, minimum: int = 0) -> int:
         number = None
     if number is None or not minimum <= number <= MAX_INT:
         raise RequestViolations(
-            [RuleViolation(DrfCode.INVALID, f"{name} must be an integer ≥ {minimum}", name)]
+            [RuleViolation(RequestCode.INVALID, f"{name} must be an integer ≥ {minimum}", name)]
         )
     return number
 
@@ -99,7 +99,7 @@ class RefuseNul:
         for name, values in request.query_params.lists():
             if "\x00" in name or any("\x00" in value for value in values):
                 raise RequestViolations(
-                    [RuleViolation(DrfCode.INVALID, "must not contain NUL characters", name)]
+                    [RuleViolation(RequestCode.INVALID, "must not contain NUL characters", name)]
                 )
 
 

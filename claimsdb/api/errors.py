@@ -6,8 +6,10 @@ Every error response, whatever raised it, is::
      "errors": [{"code": "scope.non_attribution", "message": "…",
                  "path": "attributions[0].figure"}]}
 
-``code`` is stable (claimsdb/codes.py, ``revision.stale``, ``permission.denied``, DRF's
-own codes such as ``not_authenticated``); ``path`` points into the document sent (empty
+``code`` is stable and namespaced (claimsdb/codes.py: ``revision.stale``,
+``permission.denied``; Django's and DRF's own bare codes are reported as the namespaced
+codes ``codes.API_CODES`` maps them to, ``not_authenticated`` as ``auth.not_authenticated``);
+``path`` points into the document sent (empty
 when the problem is the request as a whole; a query parameter or header name when the
 problem lies there); ``record`` appears when the problem lies in another record than the
 one written.
@@ -37,7 +39,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
 from claimsdb import unavailable
-from claimsdb.codes import DrfCode, RecordCode, RequestCode, RevisionCode, ServerCode
+from claimsdb.codes import RecordCode, RequestCode, RevisionCode, ServerCode, api_code
 from claimsdb.records import (
     PermissionDenied,
     RecordExists,
@@ -69,7 +71,9 @@ CHANGE_REFUSED = "The change was refused"
 
 
 def error_body(status: int, title: str, violations: Iterable[RuleViolation]) -> dict:
-    return {"status": status, "title": title, "errors": [v.as_dict() for v in violations]}
+    """The one error shape; every code in it namespaced (``codes.api_code``)."""
+    errors = [{**v.as_dict(), "code": api_code(v.code)} for v in violations]
+    return {"status": status, "title": title, "errors": errors}
 
 
 def error_response(
@@ -174,8 +178,8 @@ def violations_from_detail(detail: Any, path: str = "") -> Iterator[RuleViolatio
         for index, item in enumerate(detail):
             yield from violations_from_detail(item, f"{path}[{index}]" if nested else path)
     else:
-        code = getattr(detail, "code", None) or DrfCode.INVALID
-        yield RuleViolation(str(code), str(detail), path)
+        code = getattr(detail, "code", None) or RequestCode.INVALID
+        yield RuleViolation(api_code(str(code)), str(detail), path)
 
 
 API_PREFIX = "/api/"
@@ -188,7 +192,7 @@ def not_found_handler(request: HttpRequest, exception: Exception | None = None) 
     if not request.path_info.startswith(API_PREFIX):
         return page_not_found(request, exception)
     violation = RuleViolation(
-        DrfCode.NOT_FOUND,
+        RequestCode.NOT_FOUND,
         f"there is no API endpoint at {request.path}; the endpoints are listed in the schema "
         "at /api/v1/schema/",
         "",

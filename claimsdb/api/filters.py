@@ -30,7 +30,7 @@ from claimsdb.choices import (
     RevisionAction,
     SourceKind,
 )
-from claimsdb.codes import DrfCode
+from claimsdb.codes import RequestCode
 from claimsdb.models import (
     Approval,
     Assessment,
@@ -85,7 +85,7 @@ class StrictBooleanField(forms.Field):
             return True
         if text in {"false", "0"}:
             return False
-        raise forms.ValidationError("must be true or false", code=DrfCode.INVALID)
+        raise forms.ValidationError("must be true or false", code=RequestCode.INVALID)
 
 
 class StrictBooleanFilter(filters.BooleanFilter):

@@ -17,6 +17,7 @@ the request into one ``ResultsImporter`` call and its report into a response.
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -25,6 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.http import StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import reverse
 from django.utils.datastructures import MultiValueDict
 from rest_framework.exceptions import NotFound
@@ -34,7 +36,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claimsdb.codes import DrfCode, ImportCode, PermissionCode
+from claimsdb.codes import ImportCode, PermissionCode, RequestCode
 from claimsdb.importers import jobs, repro_results
 from claimsdb.importers.repro_results import Report, ResultsImporter
 from claimsdb.importers.runs import (
@@ -98,7 +100,11 @@ def _flag(request: Request, name: str) -> bool:
             values.append(False)
         else:
             raise RequestViolations(
-                [RuleViolation(DrfCode.INVALID, f"{name} must be true or false, not {raw!r}", name)]
+                [
+                    RuleViolation(
+                        RequestCode.INVALID, f"{name} must be true or false, not {raw!r}", name
+                    )
+                ]
             )
     return values[0] if values else False
 
@@ -106,15 +112,24 @@ def _flag(request: Request, name: str) -> bool:
 # --- responses ----------------------------------------------------------------------------
 
 
-def report_body(report: Report) -> dict[str, Any]:
+def report_body(request: Request, report: Report) -> dict[str, Any]:
+    """The report as the API gives it, with the absolute URLs of itself and of its run."""
     body = report.as_dict()
-    body["url"] = reverse("imports_api:import-detail", args=[report.id]) if report.id else None
+    body["url"] = (
+        request.build_absolute_uri(reverse("imports_api:import-detail", args=[report.id]))
+        if report.id
+        else None
+    )
     stored = report.written or report.outcome == repro_results.UNCHANGED
-    body["run_url"] = reverse("imports_api:run-detail", args=[report.run_id]) if stored else None
+    body["run_url"] = (
+        request.build_absolute_uri(reverse("imports_api:run-detail", args=[report.run_id]))
+        if stored
+        else None
+    )
     return body
 
 
-def report_response(report: Report) -> Response:
+def report_response(request: Request, report: Report) -> Response:
     """The answer to an import: its report, with the status its outcome calls for."""
     if report.refused:
         status = 409 if report.conflict else 400
@@ -123,13 +138,13 @@ def report_response(report: Report) -> Response:
         title = TITLES[409] if status == 409 else "The import was refused"
         violations = [RuleViolation(p.code, p.message, p.path) for p in report.problems]
         return Response(
-            {**error_body(status, title, violations), "report": report_body(report)},
+            {**error_body(status, title, violations), "report": report_body(request, report)},
             status=status,
         )
     if report.written:
-        body = report_body(report)
+        body = report_body(request, report)
         return Response(body, status=201, headers={"Location": body["run_url"]})
-    return Response(report_body(report), status=200)
+    return Response(report_body(request, report), status=200)
 
 
 # --- views --------------------------------------------------------------------------------
@@ -149,12 +164,14 @@ class ImportListView(APIView):
             value = request.query_params.get(name)
             if value and name == "outcome" and value not in repro_results.OUTCOMES:
                 message = "outcome must be one of " + ", ".join(repro_results.OUTCOMES)
-                raise RequestViolations([RuleViolation(DrfCode.INVALID, message, name)])
+                raise RequestViolations([RuleViolation(RequestCode.INVALID, message, name)])
             if value:
                 reports = reports.filter(**{lookup: value})
         paginator = Pagination()
         page = paginator.paginate_queryset(reports, request, view=self)
-        return paginator.get_paginated_response([report_body(Report.from_row(row)) for row in page])
+        return paginator.get_paginated_response(
+            [report_body(request, Report.from_row(row)) for row in page]
+        )
 
     def post(self, request: Request) -> Response:
         upload = request.FILES.get("file")
@@ -192,9 +209,9 @@ class ImportListView(APIView):
         finally:
             upload.close()
         if report.outcome in jobs.PENDING:
-            body = report_body(report)
+            body = report_body(request, report)
             return Response(body, status=202, headers={"Location": body["url"]})
-        return report_response(report)
+        return report_response(request, report)
 
 
 @schema.IMPORT_DETAIL
@@ -206,14 +223,16 @@ class ImportDetailView(APIView):
         row = ImportReport.objects.filter(pk=int(pk)).first() if pk.isdigit() else None
         if row is None:
             raise NotFound(f"there is no import {pk}")
-        return Response(report_body(Report.from_row(row)))
+        return Response(report_body(request, Report.from_row(row)))
 
 
-def _run_body(item: dict[str, Any]) -> dict[str, Any]:
+def _run_body(request: Request, item: dict[str, Any]) -> dict[str, Any]:
     return {
         **item,
-        "url": reverse("imports_api:run-detail", args=[item["run_id"]]),
-        "trials_csv": reverse("imports_api:run-trials", args=[item["run_id"]]),
+        "url": request.build_absolute_uri(reverse("imports_api:run-detail", args=[item["run_id"]])),
+        "trials_csv": request.build_absolute_uri(
+            reverse("imports_api:run-trials", args=[item["run_id"]])
+        ),
     }
 
 
@@ -229,7 +248,7 @@ class RunListView(APIView):
             runs = runs.filter(case__key=case)
         paginator = Pagination()
         page = paginator.paginate_queryset(runs, request, view=self)
-        return paginator.get_paginated_response([_run_body(run_item(run)) for run in page])
+        return paginator.get_paginated_response([_run_body(request, run_item(run)) for run in page])
 
 
 @schema.RUN_DETAIL
@@ -241,38 +260,75 @@ class RunDetailView(APIView):
         detail = run_detail(run_id)
         if detail is None:
             raise NotFound(f"there is no imported run {run_id}")
-        return Response(_run_body(detail))
+        return Response(_run_body(request, detail))
 
 
 class CSVRenderer(BaseRenderer):
-    """``text/csv``; errors (dicts) are rendered as rows of code, message, path."""
+    """``text/csv`` for content negotiation. The trial rows are streamed by the view itself;
+    errors never reach this renderer (``RunTrialsView.finalize_response``)."""
 
     media_type = "text/csv"
     format = "csv"
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
-        errors = data.get("errors", []) if isinstance(data, dict) else []
-        rows = [["code", "message", "path"]] + [
-            [e.get("code", ""), e.get("message", ""), e.get("path", "")] for e in errors
-        ]
-        return "".join(_csv_lines(rows)).encode("utf-8")
+        return b"" if data is None else str(data).encode("utf-8")
 
 
 @schema.RUN_TRIALS
 class RunTrialsView(APIView):
-    permission_classes = [ViewerReads]
-    renderer_classes = [JSONRenderer, CSVRenderer]
+    """A run's trial rows: CSV by default, a JSON array with ``Accept: application/json``
+    (without ``text/csv``) or ``?format=json``. Errors are JSON in the API's one shape,
+    whatever was asked for: a client that reads the rows as CSV still reads a refusal."""
 
-    def get(self, request: Request, run_id: str) -> StreamingHttpResponse:
+    permission_classes = [ViewerReads]
+    renderer_classes = [CSVRenderer, JSONRenderer]
+
+    def get(self, request: Request, run_id: str) -> HttpResponseBase:
         run = ReproductionRun.objects.filter(run_id=run_id).first()
         if run is None:
             raise NotFound(f"there is no imported run {run_id}")
+        if request.accepted_renderer.format == "json":
+            response = StreamingHttpResponse(
+                utf8_chunks(_json_rows(trial_rows_csv(run))),
+                content_type="application/json",
+            )
+            response["Content-Disposition"] = f'inline; filename="{run.run_id}-trials.json"'
+            return response
         response = StreamingHttpResponse(
             utf8_chunks(_csv_lines(trial_rows_csv(run))), content_type="text/csv; charset=utf-8"
         )
         response["Content-Disposition"] = f'attachment; filename="{run.run_id}-trials.csv"'
         return response
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if isinstance(response, Response) and response.status_code >= 400:
+            # content negotiation may have failed (406) or chosen CSV: an error is JSON
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+def _json_rows(rows: Iterable[list[Any]]) -> Iterator[str]:
+    """The CSV's rows as a JSON array of objects with typed values (numbers, booleans,
+    ``null`` for a missing latency, ``extra`` an object), one row at a time."""
+    header: list[str] = []
+    first = True
+    for row in rows:
+        if not header:
+            header = list(row)
+            yield "["
+            continue
+        item: dict[str, Any] = dict(zip(header, row, strict=True))
+        item["n"] = int(item["n"])
+        for name in header[2:-2]:
+            item[name] = item[name] == "true"
+        latency = item["latency_us"]
+        item["latency_us"] = None if latency == "" else float(latency)
+        item["extra"] = json.loads(item["extra"]) if item["extra"] else {}
+        yield ("" if first else ",") + json.dumps(item, ensure_ascii=False, sort_keys=True)
+        first = False
+    yield "]"
 
 
 class _Line:

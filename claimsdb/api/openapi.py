@@ -12,23 +12,34 @@ from __future__ import annotations
 import copy
 import json
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 
-from claimsdb.codes import CODES, DrfCode
+from claimsdb.codes import CODES
 from claimsdb.records import schema as record_schema
 from claimsdb.records.kinds import record_kinds
 
-from .errors import PRECONDITION_REQUIRED
-
+_CASE = record_schema.CASE.fields
+_DIMENSION = record_schema.METHOD.fields["dimensions"].item
+# Every object of a document is a named component: one class of a generated client for an
+# attribution, whether it is read in a CaseDocument or sent in a CasePatch.
 NAMED_FIELDS = {
     id(record_schema.CLAIM): "Claim",
     id(record_schema.EVIDENCE_LINK): "EvidenceLink",
     id(record_schema.ASSESSMENT): "Assessment",
     id(record_schema.FIGURE): "Figure",
+    id(_CASE["controls"].item): "Control",
+    id(_CASE["unknowns"].item): "Unknown",
+    id(_CASE["attributions"].item): "Attribution",
+    id(_CASE["relations"].item): "Relation",
+    id(_CASE["reproduction_runs"].item): "ReproductionRunSummary",
+    id(_DIMENSION): "Dimension",
+    id(_DIMENSION.fields["values"].item): "DimensionValue",
+    id(record_schema.METHOD.fields["impact"]): "ImpactScale",
 }
 
 
@@ -113,27 +124,8 @@ def patch_schema(document: dict[str, Any], description: str) -> dict[str, Any]:
     }
 
 
-# DRF's own codes the schema names, from the one vocabulary (claimsdb.codes.DrfCode).
-DRF_CODES = (
-    DrfCode.NOT_AUTHENTICATED,
-    DrfCode.AUTHENTICATION_FAILED,
-    DrfCode.PERMISSION_DENIED,
-    DrfCode.NOT_FOUND,
-    DrfCode.PARSE_ERROR,
-    DrfCode.METHOD_NOT_ALLOWED,
-    DrfCode.NOT_ACCEPTABLE,
-    DrfCode.UNSUPPORTED_MEDIA_TYPE,
-    DrfCode.THROTTLED,
-    DrfCode.INVALID,
-    DrfCode.REQUIRED,
-    DrfCode.INVALID_CHOICE,
-    DrfCode.AUTHORIZATION,
-)
-
-
 def error_components() -> dict[str, Any]:
     codes = "\n".join(f"- `{code}`: {meaning}" for code, meaning in sorted(CODES.items()))
-    drf = ", ".join(f"`{code.value}`" for code in DRF_CODES)
     return {
         "Error": {
             "type": "object",
@@ -151,8 +143,10 @@ def error_components() -> dict[str, Any]:
             "description": "One problem. `path` points into the document sent "
             "(`claims[1].evidence[0].source`), or names a query parameter or header; it is "
             "empty when the request as a whole is the problem. `record` names another record "
-            "when the problem lies there. `code` is stable; tools match on it, never on the "
-            f"message. The codes:\n\n{codes}\n\nand DRF's own: {drf}.",
+            "when the problem lies there. `code` is stable and namespaced; tools match on it, "
+            "never on the message. Django REST framework's bare codes are never reported: "
+            "each is mapped to one of these (docs/codes.md). The codes:\n\n"
+            f"{codes}",
             "properties": {
                 "code": {"type": "string", "example": "scope.non_attribution"},
                 "message": {"type": "string"},
@@ -370,10 +364,25 @@ def ledger_components() -> dict[str, Any]:
     }
 
 
+# Components the schema modules declare with ``component()``: the bodies their views build
+# themselves (a release, a page of releases, a trial row), each under one name.
+DECLARED: dict[str, dict[str, Any]] = {}
+
+
+def component(name: str, schema: dict[str, Any]) -> dict[str, str]:
+    """Declare ``schema`` as the component ``name``; a reference to it. Every body an
+    operation answers with is a named component, so a generated client has one class per
+    resource (``Release``), never one per operation and status."""
+    if DECLARED.get(name, schema) != schema:
+        raise ValueError(f"two schemas declared as the component {name}")
+    DECLARED[name] = schema
+    return ref(name)
+
+
 def add_components(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: add the components ``ref()`` points at."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
-    for name, value in components().items():
+    for name, value in {**components(), **DECLARED}.items():
         schemas.setdefault(name, copy.deepcopy(value))
     return result
 
@@ -417,56 +426,67 @@ def claim_example() -> dict[str, Any] | None:
     return case["claims"][0] if case and case.get("claims") else None
 
 
-NON_ATTRIBUTION_MESSAGE = (
-    "FIG-CP22-002-RESPONSES (155 responses, production, of case CP22-002) must not be "
-    "attributed to CP22-003 (as context): rule RULE-CP22-002-RESPONSES-NOT-CP22-003: The 155 "
-    "production responses belong to the GLM-5.3 production rejection-path incident "
-    "(CP22-002); the RDMA cancellation reproduction (CP22-003) is a related but distinct "
-    "event and did not produce them."
+# --- recorded examples ------------------------------------------------------------------
+
+# Real responses, recorded by tests/test_api_examples.py (which fails while this file differs
+# from what the API answers): the schema's examples cannot drift from the server.
+EXAMPLES_PATH = Path(__file__).resolve().parent / "schema" / "examples.json"
+RECORDED_NAMES = (
+    *(f"{kind}.400" for kind in ("case", "source", "rule", "method")),
+    *(f"{kind}.404" for kind in ("case", "source", "rule", "method", "revision")),
+    "case.409",
+    "case.412",
+    "any.401",
+    "any.403",
+    "any.415",
+    "any.428",
+    "read.401",
+    "withdraw.400",
+    "claim.400",
+    "claim.404",
+    "list.400",
+    "read.400",
+    "feed.400",
+    "diff.400",
+    "revert.400",
+    "token.200",
+    "token.400",
+    "token.429",
+    "import.200",
+    "import.201",
+    "import.202",
+    "import.400",
+    "import.404",
+    "import.409",
+    "run.200",
+    "run.404",
+    "runs.200",
+    "release.201",
+    "release.400",
+    "release.404",
+    "releases.200",
 )
 
-ERROR_EXAMPLES = {
-    400: (
-        "The change was refused",
-        "scope.non_attribution",
-        NON_ATTRIBUTION_MESSAGE,
-        "attributions[0].figure",
-    ),
-    401: (
-        "Authentication required",
-        "not_authenticated",
-        "Authentication credentials were not provided.",
-        "",
-    ),
-    403: ("Permission denied", "permission.denied", "this change needs the reviewer role", ""),
-    404: ("Not found", "record.not_found", "there is no case CP22-999", ""),
-    409: ("Conflict", "record.exists", "a case with key CP22-003 already exists", "key"),
-    412: (
-        "The record has changed",
-        "revision.stale",
-        "case CP22-003 has changed since revision 14: its latest revision is 15. Reload it, "
-        "reapply your change and save again.",
-        "",
-    ),
-    415: (
-        "Unsupported media type",
-        "unsupported_media_type",
-        'Unsupported media type "text/plain" in request.',
-        "",
-    ),
-    428: (
-        "Precondition required",
-        "revision.precondition_required",
-        PRECONDITION_REQUIRED,
-        "If-Match",
-    ),
-    429: (
-        "Too many requests",
-        "throttled",
-        "Request was throttled. Expected available in 42 seconds.",
-        "",
-    ),
-}
+
+@cache
+def recorded() -> dict[str, dict[str, Any]]:
+    """``{name: {"status": …, "body": …}}`` of the recorded responses."""
+    try:
+        return json.loads(EXAMPLES_PATH.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def recorded_example(name: str, status: int | None = None) -> list[OpenApiExample]:
+    """The recorded response ``name`` as the example of its status (none if not recorded)."""
+    entry = recorded().get(name)
+    if entry is None:
+        return []
+    code = str(status or entry["status"])
+    body = entry["body"]
+    label = body["errors"][0]["code"] if isinstance(body, dict) and body.get("errors") else name
+    return [OpenApiExample(label, value=body, response_only=True, status_codes=[code])]
+
 
 ERROR_DESCRIPTIONS = {
     400: "refused: every problem, with its code and path (nothing was written)",
@@ -481,51 +501,28 @@ ERROR_DESCRIPTIONS = {
 }
 
 
-QUERY_REFUSAL = (
-    "The request was refused",
-    "invalid_choice",
-    "Select a valid choice. done is not one of the available choices.",
-    "status",
-)
-
-
 def error_responses(
-    *statuses: int, query: bool = False, bad_request: tuple[str, str, str, str] | None = None
-) -> dict[int, OpenApiResponse]:
-    """Error responses with examples. A read's 400 is about a query parameter (``query``);
-    ``bad_request`` gives another 400 example: ``(title, code, message, path)``."""
+    *statuses: int, family: str = "", examples: dict[int, str] | None = None
+) -> dict[tuple[int, str], OpenApiResponse]:
+    """Error responses, each with a recorded example when there is one for it: the one
+    ``examples`` names for its status, else ``<family>.<status>``, else ``any.<status>``.
+    No example is ever written by hand; an operation without a recorded one shows none."""
     responses = {}
     for status in statuses:
-        title, code, message, path = ERROR_EXAMPLES[status]
-        if status == 400 and query:
-            title, code, message, path = QUERY_REFUSAL
-        if status == 400 and bad_request:
-            title, code, message, path = bad_request
-        responses[status] = OpenApiResponse(
+        names = [(examples or {}).get(status), f"{family}.{status}", f"any.{status}"]
+        name = next((n for n in names if n and n in recorded()), None)
+        # errors are JSON whatever the endpoint's own media types (a CSV download's too)
+        responses[(status, "application/json")] = OpenApiResponse(
             response=ref("Error"),
             description=ERROR_DESCRIPTIONS[status],
-            examples=[
-                OpenApiExample(
-                    code,
-                    value={
-                        "status": status,
-                        "title": title,
-                        "errors": [{"code": code, "message": message, "path": path}],
-                    },
-                    response_only=True,
-                    status_codes=[str(status)],
-                )
-            ],
+            examples=recorded_example(name, status) if name else [],
         )
     return responses
 
 
-CLAIM_REFUSAL = (
-    "The change was refused",
-    "claim.evidence_required",
-    "CLM-CP22-003-D is supported, so it needs at least one evidence link that supports it",
-    "evidence",
-)
+# the 400 of a read: a query parameter; of a list: its page size
+QUERY_ERRORS = {400: "read.400", 401: "read.401"}
+LIST_ERRORS = {400: "list.400", 401: "read.401"}
 READ_ERRORS = (400, 401, 403, 404)
 WRITE_ERRORS = (400, 401, 403, 404, 415)
 # Reads anyone may make: a 401 only for credentials that are sent and invalid, never a 403.
@@ -568,14 +565,19 @@ WRITE_PARAMETERS = [SUMMARY, MATERIAL]
 
 
 def if_match(required: bool) -> OpenApiParameter:
+    """``If-Match``. Never a required parameter, even where the write needs it (``required``):
+    a request without it is answered 428 `revision.precondition_required`, a documented
+    response, and a generated client must be able to send that request."""
     return OpenApiParameter(
         "If-Match",
         OpenApiTypes.STR,
         OpenApiParameter.HEADER,
-        required=required,
+        required=False,
         description='the ETag the change is based on (`"14"`), or `*`. '
         + (
-            "Required: without it the write is refused with 428."
+            "This write needs it: without it the write is refused with 428 "
+            "`revision.precondition_required`; a stale ETag is refused with 412 "
+            "`revision.stale`."
             if required
             else "When sent, a stale ETag is refused with 412 `revision.stale`."
         ),
@@ -615,12 +617,56 @@ CACHE_CONTROL_HEADER = OpenApiParameter(
 )
 LOCATION_HEADER = OpenApiParameter(
     "Location",
-    OpenApiTypes.STR,
+    OpenApiTypes.URI,
     OpenApiParameter.HEADER,
     response=[201],
     required=True,
-    description="the URL of the new resource",
+    description="the absolute URL of the new resource",
 )
+
+
+def location_header(*statuses: int, what: str = "the new resource") -> OpenApiParameter:
+    return OpenApiParameter(
+        "Location",
+        OpenApiTypes.URI,
+        OpenApiParameter.HEADER,
+        response=list(statuses),
+        required=True,
+        description=f"the absolute URL of {what}",
+    )
+
+
+RETRY_AFTER_HEADER = OpenApiParameter(
+    "Retry-After",
+    OpenApiTypes.INT,
+    OpenApiParameter.HEADER,
+    response=[429],
+    required=True,
+    description="the seconds to wait before trying again",
+)
+# Every page of a list: RFC 8288 links beside the body's, and a weak entity tag.
+LIST_HEADERS = [
+    OpenApiParameter(
+        "Link",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        response=[200],
+        required=True,
+        description="RFC 8288 links to the `first`, `prev`, `next` and `last` pages, those "
+        'that exist (`<https://…?page=3>; rel="next"`); the revision feeds give `first`, '
+        "`prev` and `next`",
+    ),
+    OpenApiParameter(
+        "ETag",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        response=[200, 304],
+        required=True,
+        description='a weak entity tag of the page (`W/"…"`): send it as If-None-Match '
+        "for a 304 while the page is the same",
+    ),
+]
+LIST_NOT_MODIFIED = OpenApiResponse(description="Not Modified: the page is as the ETag sent")
 
 
 def key_parameter(kind: str) -> OpenApiParameter:

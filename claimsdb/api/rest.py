@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -20,9 +21,11 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.pagination import BasePagination, PageNumberPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from claimsdb.codes import DocumentCode, DrfCode, PaginationCode
+from claimsdb.codes import DocumentCode, PaginationCode, RequestCode
 from claimsdb.records import jsontext
 from claimsdb.records.canonical import unmark, with_literals
 from claimsdb.records.errors import RuleViolations
@@ -71,11 +74,58 @@ class CanonicalJSONRenderer(JSONRenderer):
         return unmark(text).encode("utf-8")
 
 
+# --- what every page carries -------------------------------------------------------------
+
+
+def link_header(links: dict[str, str | None]) -> str:
+    """An RFC 8288 ``Link`` header of the links that exist: ``<url>; rel="next", …``."""
+    return ", ".join(f'<{url}>; rel="{rel}"' for rel, url in links.items() if url)
+
+
+def page_etag(body: dict[str, Any]) -> str:
+    """A weak entity tag of a page's body: the same page, the same tag, whatever renders it
+    (a list moves under its reader, so no revision number names a page)."""
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False, default=str)
+    return f'W/"{hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]}"'
+
+
+def page_response(request: Request, body: dict[str, Any], links: dict[str, str | None]) -> Response:
+    """A page of a list: its body, its ``Link`` header beside the body's links, and its
+    ``ETag`` (a 304 when ``If-None-Match`` names it, compared weakly)."""
+    etag = page_etag(body)
+    headers = {"ETag": etag}
+    link = link_header(links)
+    if link:
+        headers["Link"] = link
+    sent = request.headers.get("If-None-Match", "")
+    held = {tag.strip().removeprefix("W/") for tag in sent.split(",")}
+    if "*" in held or etag.removeprefix("W/") in held:
+        return Response(status=304, headers=headers)
+    return Response(body, headers=headers)
+
+
+def page_schema(results: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """A page's schema, as the named component ``<Item>Page`` (items ``CaseListItem`` give
+    ``CasePage``): one class of a generated client per list, not one per operation."""
+    from .openapi import component  # at schema time: openapi imports the API's views
+
+    item = results.get("items", {}) if isinstance(results, dict) else {}
+    name = item.get("$ref", "").rsplit("/", 1)[-1].removesuffix("ListItem")
+    if not name:  # drf-spectacular asking where a page puts its results
+        return body
+    return component(f"{name}Page", body)
+
+
+LINK = {"type": "string", "format": "uri", "nullable": True}
+
+
 class Pagination(PageNumberPagination):
     """Pages of 50 (``?page_size=`` up to 200), with the total ``count``.
 
     The list must be in a stable order (``StableOrderingFilter``); a page number past the
-    end is a 404 ``not_found``.
+    end is a 404 ``request.not_found``. The response carries a ``Link`` header (``first``,
+    ``prev``, ``next``, ``last``) beside the body's ``next`` and ``previous``, and an
+    ``ETag``.
     """
 
     page_size = 50
@@ -89,9 +139,61 @@ class Pagination(PageNumberPagination):
         if raw is not None and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
             raise ValidationError(
                 {self.page_size_query_param: [f"must be an integer ≥ 1, not {raw!r}"]},
-                code=DrfCode.INVALID,
+                code=RequestCode.INVALID,
             )
         return super().get_page_size(request)
+
+    def get_page_number(self, request, paginator):
+        # DRF reads an empty ?page= as page 1; refuse anything but a whole number ≥ 1, as
+        # the schema's integer says (a number past the end stays a 404)
+        raw = request.query_params.get(self.page_query_param)
+        if raw is not None and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+            raise ValidationError(
+                {self.page_query_param: [f"must be an integer ≥ 1, not {raw!r}"]},
+                code=RequestCode.INVALID,
+            )
+        return super().get_page_number(request, paginator)
+
+    def get_first_link(self) -> str:
+        return remove_query_param(self.request.build_absolute_uri(), self.page_query_param)
+
+    def get_last_link(self) -> str:
+        last = self.page.paginator.num_pages
+        if last == 1:
+            return self.get_first_link()
+        return replace_query_param(self.request.build_absolute_uri(), self.page_query_param, last)
+
+    def links(self) -> dict[str, str | None]:
+        return {
+            "first": self.get_first_link(),
+            "prev": self.get_previous_link(),
+            "next": self.get_next_link(),
+            "last": self.get_last_link(),
+        }
+
+    def get_paginated_response(self, data: list[Any]) -> Response:
+        body = {
+            "count": self.page.paginator.count,
+            "next": self.get_next_link(),
+            "previous": self.get_previous_link(),
+            "results": data,
+        }
+        return page_response(self.request, body, self.links())
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return page_schema(
+            schema,
+            {
+                "type": "object",
+                "required": ["count", "next", "previous", "results"],
+                "properties": {
+                    "count": {"type": "integer", "description": "all the items of the list"},
+                    "next": {**LINK, "description": "the next page (null on the last)"},
+                    "previous": {**LINK, "description": "the previous page (null on the first)"},
+                    "results": schema,
+                },
+            },
+        )
 
 
 class StableOrderingFilter(OrderingFilter):
@@ -205,76 +307,111 @@ class RevisionFeedPagination(BasePagination):
             # as the numbered pages do: a malformed size is refused, never read as the default
             raise ValidationError(
                 {self.page_size_query_param: [f"must be an integer ≥ 1, not {raw!r}"]},
-                code=DrfCode.INVALID,
+                code=RequestCode.INVALID,
             )
         return min(int(raw), self.max_page_size)
 
-    def _link(self, cursor: Cursor | None) -> str | None:
-        """The URL of the page at ``cursor``, with the request's filters, ordering and page
-        size (other query parameters are left out)."""
-        if cursor is None:
+    def _link(self, cursor: Cursor | None, start: bool = False) -> str | None:
+        """The URL of the page at ``cursor`` (or of the feed's start), with the request's
+        filters, ordering and page size (other query parameters are left out)."""
+        if cursor is None and not start:
             return None
         query = QueryDict(mutable=True)
         for name, values in self.request.query_params.lists():
             if name in self.kept_parameters:
                 query.setlist(name, values)
-        query[self.cursor_query_param] = cursor.token()
-        return self.request.build_absolute_uri(f"{self.request.path}?{query.urlencode()}")
+        if cursor is not None:
+            query[self.cursor_query_param] = cursor.token()
+        text = query.urlencode()
+        return self.request.build_absolute_uri(self.request.path + (f"?{text}" if text else ""))
 
     def get_next_link(self) -> str | None:
+        return self._link(self.next_cursor())
+
+    def get_previous_link(self) -> str | None:
+        return self._link(self.previous_cursor())
+
+    def next_cursor(self) -> Cursor | None:
         cursor, step = self.cursor, -1 if self.descending else 1
         if self.page:
             if self.descending and not self.more and (cursor is None or cursor.direction == "n"):
                 return None  # past revision 1: nothing can ever come after
-            return self._link(Cursor("n", self.page[-1].number))
+            return Cursor("n", self.page[-1].number)
         if self.descending and (cursor is None or cursor.direction == "n"):
             return None
         if cursor is None:
-            return self._link(Cursor("n", 0))
+            return Cursor("n", 0)
         if cursor.direction == "n":
-            return self._link(cursor)  # the head: poll here again
+            return cursor  # the head: poll here again
         # nothing before a "p" place: the page from that place on
-        return self._link(Cursor("n", _clamp(cursor.number - step)))
+        return Cursor("n", _clamp(cursor.number - step))
 
-    def get_previous_link(self) -> str | None:
+    def previous_cursor(self) -> Cursor | None:
         cursor, step = self.cursor, -1 if self.descending else 1
         if cursor is None:
             return None
         if cursor.direction == "p" and not self.more:
             return None
         if self.page:
-            return self._link(Cursor("p", self.page[0].number))
-        return self._link(Cursor("p", _clamp(cursor.number + step)))
+            return Cursor("p", self.page[0].number)
+        return Cursor("p", _clamp(cursor.number + step))
 
     def get_paginated_response(self, data: list[Any]) -> Response:
-        return Response(
-            {
-                "count": self.count,
-                "next": self.get_next_link(),
-                "previous": self.get_previous_link(),
-                "results": data,
-            }
-        )
+        next_cursor, previous_cursor = self.next_cursor(), self.previous_cursor()
+        body = {
+            "count": self.count,
+            "next": self._link(next_cursor),
+            "previous": self._link(previous_cursor),
+            "next_cursor": next_cursor.token() if next_cursor else None,
+            "previous_cursor": previous_cursor.token() if previous_cursor else None,
+            "results": data,
+        }
+        links = {
+            "first": self._link(None, start=True),
+            "prev": body["previous"],
+            "next": body["next"],
+        }
+        return page_response(self.request, body, links)
 
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
-        link = {"type": "string", "format": "uri", "nullable": True}
-        return {
-            "type": "object",
-            "required": ["count", "next", "previous", "results"],
-            "properties": {
-                "count": {
-                    "type": "integer",
-                    "description": "how many revisions match the filters, on every page",
+        token = {"type": "string", "nullable": True}
+        return page_schema(
+            schema,
+            {
+                "type": "object",
+                "required": [
+                    "count",
+                    "next",
+                    "previous",
+                    "next_cursor",
+                    "previous_cursor",
+                    "results",
+                ],
+                "properties": {
+                    "count": {
+                        "type": "integer",
+                        "description": "how many revisions match the filters, on every page",
+                    },
+                    "next": {
+                        **LINK,
+                        "description": "the page after this one; in ascending order never "
+                        "null: at the head it returns the revisions written since (or none "
+                        "yet)",
+                    },
+                    "previous": {**LINK, "description": "the page before this one"},
+                    "next_cursor": {
+                        **token,
+                        "description": "the `cursor` of `next`, to send as `?cursor=` "
+                        "(null when `next` is)",
+                    },
+                    "previous_cursor": {
+                        **token,
+                        "description": "the `cursor` of `previous` (null when it is)",
+                    },
+                    "results": schema,
                 },
-                "next": {
-                    **link,
-                    "description": "the page after this one; in ascending order never null: "
-                    "at the head it returns the revisions written since (or none yet)",
-                },
-                "previous": {**link, "description": "the page before this one"},
-                "results": schema,
             },
-        }
+        )
 
     def get_schema_operation_parameters(self, view) -> list[dict[str, Any]]:
         return [

@@ -337,7 +337,8 @@ class ClaimDetailView(RefuseNul, APIView):
         return written(outcome, body=body, headers=self._up(outcome.key))
 
     def _up(self, case_key: str) -> dict[str, str]:
-        return {"Link": f'<{record_url("case", case_key)}>; rel="up"'}
+        url = self.request.build_absolute_uri(record_url("case", case_key))
+        return {"Link": f'<{url}>; rel="up"'}
 
     def get(self, request: Request, claim_id: str) -> Response:
         found = self._claim(request, claim_id)

@@ -453,7 +453,7 @@ def keep_dry_run_file(report: Report, upload: BinaryIO, options: dict) -> None:
     if report.id is None or not report.dry_run or report.outcome not in WOULD_WRITE:
         return
     path, sha256, _size = _store(upload)
-    if sha256 != report.sha256:
+    if sha256 != report.file_sha256:
         path.unlink(missing_ok=True)
         return
     ImportReport.objects.filter(pk=report.id).update(stored_file=str(path), options=options)

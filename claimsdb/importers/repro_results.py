@@ -44,6 +44,7 @@ from claimsdb.webhooks.events import emit_import
 
 from . import storage
 from .repro import ParsedRun, Problem, parse_results, trial_rows
+from .repro.content_hash import ContentDigest
 
 # What an import did (``Report.outcome``, ``ImportReport.outcome``).
 IMPORTED = "imported"
@@ -97,7 +98,8 @@ class Report:
     dry_run: bool = False
     replace: bool = False
     user: str = ""
-    sha256: str = ""
+    sha256: str = ""  # the file's identity: the SHA-256 of its canonical JSON
+    file_sha256: str = ""  # the SHA-256 of the bytes received
     size: int = 0
     run_id: str = ""
     case: str = ""
@@ -256,9 +258,12 @@ class ResultsImporter:
     def _check(self, source: BinaryIO, report: Report) -> ParsedRun | None:
         """Pass 1: parse and validate the whole file, hashing it on the way."""
         reader = _Reader(source, _size(source), self.progress, "checking")
-        parsed, problems = parse_results(reader)
+        digest = ContentDigest()
+        parsed, problems = parse_results(reader, digest)
         reader.drain()
-        report.sha256 = reader.hexdigest()
+        report.file_sha256 = reader.hexdigest()
+        # a file that is not one JSON object has no canonical form: its bytes name it
+        report.sha256 = digest.hexdigest() or report.file_sha256
         report.size = reader.count
         if parsed is not None:
             report.run_id = parsed.run_id
@@ -271,10 +276,14 @@ class ResultsImporter:
 
     def _resolve_and_write(self, source: BinaryIO, parsed: ParsedRun, report: Report) -> None:
         """Under the ledger lock: decide what the file does, and do it in one service call."""
-        summary = {**parsed.header, "sha256": report.sha256}
         existing = (
             ReproductionRun.objects.select_related("case").filter(run_id=parsed.run_id).first()
         )
+        if existing is not None and existing.file_sha256 == report.file_sha256:
+            # imported before files were named by their content: it keeps the name its case
+            # documents give it, its bytes' SHA-256
+            report.sha256 = existing.file_sha256
+        summary = {**parsed.header, "sha256": report.sha256}
         restoring = False
         if existing is not None and existing.file_sha256 == report.sha256:
             if existing.summary == summary and existing.scenarios.exists():
@@ -375,7 +384,7 @@ class ResultsImporter:
                 [_file_changed(f"its trial rows no longer read back ({error})")]
             ) from error
         reader.drain()
-        if reader.hexdigest() != report.sha256 or stored != report.trial_rows:
+        if reader.hexdigest() != report.file_sha256 or stored != report.trial_rows:
             raise _Refused([_file_changed("its content changed between the two reads")])
 
     def _revision_summary(
@@ -411,7 +420,7 @@ class ResultsImporter:
             return  # nobody to record it for (an anonymous caller was refused)
         values = {
             "filename": report.filename[:500],
-            "file_sha256": report.sha256,
+            "file_sha256": report.file_sha256,
             "run_id": report.run_id[:120],
             "case_key": report.case[:40],
             "outcome": report.outcome,

@@ -41,14 +41,18 @@ class ImportReportSerializer(serializers.Serializer):
     """What one import did (schema of the report; the views build it from ``Report``)."""
 
     id = serializers.IntegerField(allow_null=True)
-    url = serializers.CharField(allow_null=True)
+    url = serializers.URLField(allow_null=True)
     created_at = serializers.DateTimeField(allow_null=True)
     user = serializers.CharField()
     filename = serializers.CharField()
     outcome = serializers.ChoiceField(choices=repro_results.OUTCOMES)
     dry_run = serializers.BooleanField()
     replace = serializers.BooleanField()
-    sha256 = serializers.CharField(help_text="SHA-256 of the file, hex")
+    sha256 = serializers.CharField(
+        help_text="the file's identity: SHA-256 of its canonical JSON (sorted keys, no "
+        "whitespace; docs/importing.md), hex — the same for the file re-serialised"
+    )
+    file_sha256 = serializers.CharField(help_text="SHA-256 of the bytes received, hex")
     size = serializers.IntegerField(help_text="bytes")
     run_id = serializers.CharField()
     case = serializers.CharField()
@@ -65,7 +69,7 @@ class ImportReportSerializer(serializers.Serializer):
     )
     replaced_sha256 = serializers.CharField(help_text="the replaced file's SHA-256, if any")
     message = serializers.CharField()
-    run_url = serializers.CharField(allow_null=True)
+    run_url = serializers.URLField(allow_null=True)
     progress = serializers.DictField(
         required=False,
         help_text="a background import while `queued`/`running`: `phase` (`checking`, "
@@ -122,8 +126,8 @@ class RunSerializer(serializers.Serializer):
     claims = serializers.ListField(child=serializers.CharField())
     scenarios = serializers.IntegerField(help_text="number of scenarios")
     stored_trial_rows = serializers.IntegerField()
-    url = serializers.CharField()
-    trials_csv = serializers.CharField()
+    url = serializers.URLField()
+    trials_csv = serializers.URLField()
 
 
 class RunDetailSerializer(RunSerializer):
@@ -196,80 +200,7 @@ RUN_ID_PARAMETER = OpenApiParameter(
 # --- examples -----------------------------------------------------------------------------
 
 
-_SHA = "24641e4bc5cbba1e10fe7348c33ad0802c140f7bf8ef6d50c2a789660c9dad9b"
-_REPORT_EXAMPLE = {
-    "id": 7,
-    "url": "/api/v1/imports/7/",
-    "created_at": "2026-10-21T10:02:11.412093Z",
-    "user": "analyst",
-    "filename": "pd-abort-h200x2-20261021-0007.json",
-    "outcome": "imported",
-    "dry_run": False,
-    "replace": False,
-    "sha256": _SHA,
-    "size": 21526,
-    "run_id": "pd-abort-h200x2-20261021-0007",
-    "case": "CP22-003",
-    "claims": ["CLM-CP22-003-B"],
-    "scenarios": 2,
-    "trial_rows": 80,
-    "problems": [],
-    "revision": 15,
-    "other_revisions": [],
-    "replaced_sha256": "",
-    "message": "Imported run pd-abort-h200x2-20261021-0007 into case CP22-003 (2 scenarios, "
-    "80 trial rows), revision 15.",
-    "run_url": "/api/v1/runs/pd-abort-h200x2-20261021-0007/",
-}
-_UNCHANGED_EXAMPLE = {
-    **_REPORT_EXAMPLE,
-    "id": 8,
-    "url": "/api/v1/imports/8/",
-    "outcome": "unchanged",
-    "revision": None,
-    "message": "Already imported: run pd-abort-h200x2-20261021-0007 is in case CP22-003 with "
-    "this very file; nothing was written.",
-}
-_REFUSED_PROBLEM = {
-    "code": "repro.trial_counter_mismatch",
-    "message": '7 trial rows of scenario "mooncake-none-lifo" have late_write true, but its '
-    "late_writes_landed is 8.",
-    "path": "scenarios[0].late_writes_landed",
-}
-_REFUSED_EXAMPLE = {
-    "status": 400,
-    "title": "The import was refused",
-    "errors": [_REFUSED_PROBLEM],
-    "report": {
-        **_REPORT_EXAMPLE,
-        "id": 9,
-        "url": "/api/v1/imports/9/",
-        "outcome": "refused",
-        "run_id": "pd-abort-h200x2-20261021-0008",
-        "sha256": "a" * 64,
-        "problems": [_REFUSED_PROBLEM],
-        "revision": None,
-        "run_url": None,
-        "message": "Refused: 1 problem (listed with their paths); nothing was written.",
-    },
-}
-_CONFLICT_PROBLEM = {
-    "code": "import.run_conflict",
-    "message": "Run pd-abort-h200x2-20261021-0007 was already imported into case CP22-003 from "
-    "another file (sha256 24641e4bc5cb…, this one 5b0e3f0c21aa…). Ask for a replacement "
-    "explicitly to replace it.",
-    "path": "run_id",
-}
-_CONFLICT_EXAMPLE = {
-    "status": 409,
-    "title": "Conflict",
-    "errors": [_CONFLICT_PROBLEM],
-    "report": {
-        **_REFUSED_EXAMPLE["report"],
-        "run_id": "pd-abort-h200x2-20261021-0007",
-        "problems": [_CONFLICT_PROBLEM],
-    },
-}
+# Request examples only: every response example is a recorded response (openapi.recorded).
 _FILE_EXAMPLE = {
     "format": "repro-results/1",
     "run_id": "pd-abort-h200x2-20261021-0007",
@@ -333,39 +264,6 @@ _FILE_EXAMPLE = {
         },
     ],
 }
-_RUN_EXAMPLE = {
-    "run_id": "pd-abort-h200x2-20261021-0007",
-    "case": "CP22-003",
-    "sha256": _SHA,
-    "started_at": "2026-10-21T09:14:03Z",
-    "finished_at": "2026-10-21T09:52:40Z",
-    "harness": {"name": "pd-abort-race", "version": "0.3.2"},
-    "claims": ["CLM-CP22-003-B"],
-    "scenarios": 2,
-    "stored_trial_rows": 80,
-    "url": "/api/v1/runs/pd-abort-h200x2-20261021-0007/",
-    "trials_csv": "/api/v1/runs/pd-abort-h200x2-20261021-0007/trials.csv",
-}
-_STATS_EXAMPLE = {
-    "position": 0,
-    "id": "mooncake-none-lifo",
-    "backend": "mooncake",
-    "mitigations": [],
-    "mitigated": False,
-    "free_list_order": "lifo",
-    "trials": 40,
-    "checksum_mismatches": 1,
-    "wrong_outputs": 1,
-    "outcome": "reproduced",
-    "stale_read_rate": {
-        "events": 1,
-        "trials": 40,
-        "rate": 0.025,
-        "ci95_lower": 0.004430,
-        "ci95_upper": 0.128835,
-    },
-    "stored_rows": 40,
-}
 
 
 def _paginated(name: str, item: type[serializers.Serializer]) -> Any:
@@ -373,11 +271,28 @@ def _paginated(name: str, item: type[serializers.Serializer]) -> Any:
         name=name,
         fields={
             "count": serializers.IntegerField(),
-            "next": serializers.CharField(allow_null=True),
-            "previous": serializers.CharField(allow_null=True),
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
             "results": item(many=True),
         },
     )
+
+
+LIST_PARAMETERS = [
+    OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
+    OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
+    openapi.IF_NONE_MATCH,
+    *openapi.LIST_HEADERS,
+]
+RESULTS_FILE = openapi.component(
+    "ResultsFile",
+    {
+        "type": "object",
+        "description": "A `repro-results/1` file (docs/repro-results-1.md), checked whole by "
+        "the importer.",
+        "additionalProperties": True,
+    },
+)
 
 
 # --- operations ---------------------------------------------------------------------------
@@ -398,12 +313,12 @@ IMPORT_LIST = extend_schema_view(
                 OpenApiParameter.QUERY,
                 enum=list(repro_results.OUTCOMES),
             ),
-            OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
-            OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
+            *LIST_PARAMETERS,
         ],
         responses={
-            200: _paginated("PaginatedImportReportList", ImportReportSerializer),
-            **openapi.error_responses(401, 403, 404),
+            200: _paginated("ImportReportPage", ImportReportSerializer),
+            304: openapi.LIST_NOT_MODIFIED,
+            **openapi.error_responses(400, 401, 403, 404, examples=openapi.LIST_ERRORS),
         },
     ),
     post=extend_schema(
@@ -427,8 +342,13 @@ IMPORT_LIST = extend_schema_view(
             "Every attempt, dry runs and refusals included, is kept as an import report."
         ),
         tags=[TAG],
-        parameters=IMPORT_PARAMETERS,
-        request={"application/json": OpenApiTypes.OBJECT, "multipart/form-data": UPLOAD},
+        parameters=[
+            *IMPORT_PARAMETERS,
+            openapi.location_header(
+                201, 202, what="the imported run (201), or the import report to poll (202)"
+            ),
+        ],
+        request={"application/json": RESULTS_FILE, "multipart/form-data": UPLOAD},
         examples=[
             OpenApiExample("A results file (two trials)", value=_FILE_EXAMPLE, request_only=True)
         ],
@@ -436,48 +356,27 @@ IMPORT_LIST = extend_schema_view(
             201: OpenApiResponse(
                 ImportReportSerializer,
                 description="imported or replaced",
-                examples=[
-                    OpenApiExample(
-                        "imported", value=_REPORT_EXAMPLE, response_only=True, status_codes=["201"]
-                    )
-                ],
+                examples=openapi.recorded_example("import.201"),
             ),
             200: OpenApiResponse(
                 ImportReportSerializer,
                 description="unchanged (already imported), or a dry run",
-                examples=[
-                    OpenApiExample(
-                        "unchanged",
-                        value=_UNCHANGED_EXAMPLE,
-                        response_only=True,
-                        status_codes=["200"],
-                    )
-                ],
+                examples=openapi.recorded_example("import.200"),
             ),
             400: OpenApiResponse(
                 ImportRefusalSerializer,
                 description="refused: every problem with its path; nothing was written",
-                examples=[
-                    OpenApiExample(
-                        "refused", value=_REFUSED_EXAMPLE, response_only=True, status_codes=["400"]
-                    )
-                ],
+                examples=openapi.recorded_example("import.400"),
             ),
             202: OpenApiResponse(
                 ImportReportSerializer,
                 description="queued as a background job: poll `url`",
+                examples=openapi.recorded_example("import.202"),
             ),
             409: OpenApiResponse(
                 ImportRefusalSerializer,
                 description="the run_id was imported from another file (`import.run_conflict`)",
-                examples=[
-                    OpenApiExample(
-                        "run conflict",
-                        value=_CONFLICT_EXAMPLE,
-                        response_only=True,
-                        status_codes=["409"],
-                    )
-                ],
+                examples=openapi.recorded_example("import.409"),
             ),
             **openapi.error_responses(401, 403, 415),
         },
@@ -490,10 +389,17 @@ IMPORT_DETAIL = extend_schema_view(
         operation_id="imports_retrieve",
         summary="Read an import report",
         tags=[TAG],
+        # the URL's ``pk`` is published as ``id`` (drf-spectacular's SCHEMA_COERCE_PATH_PK):
+        # declaring it under that name describes the one path parameter, never a second
         parameters=[
-            OpenApiParameter("pk", OpenApiTypes.INT, OpenApiParameter.PATH, description="its id")
+            OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH, description="its id")
         ],
-        responses={200: ImportReportSerializer, **openapi.error_responses(401, 403, 404)},
+        responses={
+            200: OpenApiResponse(
+                ImportReportSerializer, examples=openapi.recorded_example("import.201", 200)
+            ),
+            **openapi.error_responses(401, 403, 404, family="import"),
+        },
     ),
 )
 
@@ -506,26 +412,15 @@ RUN_LIST = extend_schema_view(
         tags=[RUN_TAG],
         parameters=[
             OpenApiParameter("case", OpenApiTypes.STR, OpenApiParameter.QUERY),
-            OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
-            OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
+            *LIST_PARAMETERS,
         ],
         responses={
             200: OpenApiResponse(
-                _paginated("PaginatedRunList", RunSerializer),
-                examples=[
-                    OpenApiExample(
-                        "runs",
-                        value={
-                            "count": 1,
-                            "next": None,
-                            "previous": None,
-                            "results": [_RUN_EXAMPLE],
-                        },
-                        response_only=True,
-                    )
-                ],
+                _paginated("RunPage", RunSerializer),
+                examples=openapi.recorded_example("runs.200"),
             ),
-            **openapi.error_responses(401, 403, 404),
+            304: openapi.LIST_NOT_MODIFIED,
+            **openapi.error_responses(400, 401, 403, 404, examples=openapi.LIST_ERRORS),
         },
     ),
 )
@@ -542,38 +437,75 @@ RUN_DETAIL = extend_schema_view(
         "impact basis.",
         tags=[RUN_TAG],
         responses={
-            200: OpenApiResponse(
-                RunDetailSerializer,
-                examples=[
-                    OpenApiExample(
-                        "run",
-                        value={
-                            **_RUN_EXAMPLE,
-                            "summary": {
-                                **{k: v for k, v in _FILE_EXAMPLE.items() if k != "trials"},
-                                "sha256": _SHA,
-                            },
-                            "scenario_stats": [_STATS_EXAMPLE],
-                        },
-                        response_only=True,
-                    )
-                ],
-            ),
-            **openapi.error_responses(401, 403, 404),
+            200: OpenApiResponse(RunDetailSerializer, examples=openapi.recorded_example("run.200")),
+            **openapi.error_responses(401, 403, 404, family="run"),
         },
     ),
 )
 
 
+TRIAL_ROW = openapi.component(
+    "TrialRow",
+    {
+        "type": "object",
+        "description": "One trial row of a run, as the JSON form of trials.csv gives it",
+        "properties": {
+            "scenario": {"type": "string"},
+            "n": {"type": "integer"},
+            **{
+                flag: {"type": "boolean"}
+                for flag in (
+                    "aborted",
+                    "mid_transfer",
+                    "reused_in_flight",
+                    "late_write",
+                    "checksum_mismatch",
+                    "wrong_output",
+                )
+            },
+            "latency_us": {"type": "number", "nullable": True},
+            "extra": {
+                "type": "object",
+                "additionalProperties": True,
+                "description": "the row's `x-` keys",
+            },
+        },
+        "required": [
+            "scenario",
+            "n",
+            "aborted",
+            "mid_transfer",
+            "reused_in_flight",
+            "late_write",
+            "checksum_mismatch",
+            "wrong_output",
+            "latency_us",
+            "extra",
+        ],
+    },
+)
+
 RUN_TRIALS = extend_schema_view(
     get=extend_schema(
         operation_id="runs_trials_csv",
         summary="Download a run's trial rows (CSV)",
-        parameters=[RUN_ID_PARAMETER],
+        parameters=[
+            RUN_ID_PARAMETER,
+            OpenApiParameter(
+                "format",
+                OpenApiTypes.STR,
+                OpenApiParameter.QUERY,
+                enum=["csv", "json"],
+                description="`json` for the rows as a JSON array (as `Accept: "
+                "application/json`); CSV by default",
+            ),
+        ],
         description="Every stored trial row of the run, scenario by scenario, streamed: "
         "`scenario,n,aborted,mid_transfer,reused_in_flight,late_write,checksum_mismatch,"
         "wrong_output,latency_us,extra` (flags `true`/`false`; `extra` the row's `x-` keys as "
-        "JSON). A run imported without trial rows gives the header line only.",
+        "JSON). A run imported without trial rows gives the header line only. With "
+        "`?format=json` (or `Accept: application/json` without `text/csv`) the same rows as "
+        "a JSON array of `TrialRow`. Errors are always JSON in the `Error` shape.",
         tags=[RUN_TAG],
         responses={
             (200, "text/csv"): OpenApiResponse(
@@ -588,7 +520,8 @@ RUN_TRIALS = extend_schema_view(
                     )
                 ],
             ),
-            **openapi.error_responses(401, 403, 404),
+            (200, "application/json"): {"type": "array", "items": TRIAL_ROW},
+            **openapi.error_responses(401, 403, 404, family="run"),
         },
     ),
 )

@@ -44,10 +44,17 @@ def record_list(kind: str) -> Any:
             f"{openapi.PUBLIC_LIST_NOTE}",
             tags=[plural],
             auth=openapi.PUBLIC_READ,
-            parameters=[CASE_DIMENSIONS] if kind == "case" else [],
+            parameters=[
+                *([CASE_DIMENSIONS] if kind == "case" else []),
+                openapi.IF_NONE_MATCH,
+                *openapi.LIST_HEADERS,
+            ],
             responses={
                 200: openapi.ref(f"{component}ListItem"),
-                **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+                304: openapi.LIST_NOT_MODIFIED,
+                **openapi.error_responses(
+                    *openapi.PUBLIC_READ_ERRORS, examples=openapi.LIST_ERRORS
+                ),
             },
         ),
         post=extend_schema(
@@ -65,7 +72,7 @@ def record_list(kind: str) -> Any:
                     description="created",
                     examples=openapi.document_examples(kind, codes=("201",)),
                 ),
-                **openapi.error_responses(*openapi.WRITE_ERRORS, 409),
+                **openapi.error_responses(*openapi.WRITE_ERRORS, 409, family=kind),
             },
         ),
     )
@@ -93,7 +100,9 @@ def record_detail(kind: str) -> Any:
             responses={
                 200: OpenApiResponse(response=document, examples=openapi.document_examples(kind)),
                 304: openapi.NOT_MODIFIED,
-                **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+                **openapi.error_responses(
+                    *openapi.PUBLIC_READ_ERRORS, family=kind, examples=openapi.QUERY_ERRORS
+                ),
             },
         ),
         put=extend_schema(
@@ -111,7 +120,10 @@ def record_detail(kind: str) -> Any:
             ],
             request={"application/json": document},
             examples=openapi.document_examples(kind, request=True),
-            responses={**written, **openapi.error_responses(*openapi.WRITE_ERRORS, 412, 428)},
+            responses={
+                **written,
+                **openapi.error_responses(*openapi.WRITE_ERRORS, 412, 428, family=kind),
+            },
         ),
         patch=extend_schema(
             operation_id=f"{plural}_partial_update",
@@ -130,7 +142,10 @@ def record_detail(kind: str) -> Any:
                 "application/merge-patch+json": openapi.ref(f"{component}Patch"),
                 "application/json": openapi.ref(f"{component}Patch"),
             },
-            responses={**written, **openapi.error_responses(*openapi.WRITE_ERRORS, 412)},
+            responses={
+                **written,
+                **openapi.error_responses(*openapi.WRITE_ERRORS, 412, family=kind),
+            },
         ),
         delete=extend_schema(
             operation_id=f"{plural}_destroy",
@@ -145,7 +160,12 @@ def record_detail(kind: str) -> Any:
                 openapi.ETAG_HEADER,
             ],
             request=None,
-            responses={**written, **openapi.error_responses(400, 401, 403, 404, 412)},
+            responses={
+                **written,
+                **openapi.error_responses(
+                    400, 401, 403, 404, 412, family=kind, examples={400: "withdraw.400"}
+                ),
+            },
         ),
     )
 
@@ -170,7 +190,9 @@ CASE_CLAIMS = extend_schema_view(
         responses={
             200: {"type": "array", "items": CLAIM},
             304: openapi.NOT_MODIFIED,
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+            **openapi.error_responses(
+                *openapi.PUBLIC_READ_ERRORS, family="case", examples=openapi.QUERY_ERRORS
+            ),
         },
     ),
     post=extend_schema(
@@ -204,7 +226,10 @@ CASE_CLAIMS = extend_schema_view(
         responses={
             201: OpenApiResponse(response=CLAIM, description="the claim as stored"),
             **openapi.error_responses(
-                *openapi.WRITE_ERRORS, 412, bad_request=openapi.CLAIM_REFUSAL
+                *openapi.WRITE_ERRORS,
+                412,
+                family="claim",
+                examples={404: "case.404", 412: "case.412"},
             ),
         },
     ),
@@ -225,7 +250,9 @@ CLAIM_DETAIL = extend_schema_view(
         responses={
             200: OpenApiResponse(response=CLAIM),
             304: openapi.NOT_MODIFIED,
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+            **openapi.error_responses(
+                *openapi.PUBLIC_READ_ERRORS, family="claim", examples=openapi.QUERY_ERRORS
+            ),
         },
     ),
     put=extend_schema(
@@ -244,7 +271,7 @@ CLAIM_DETAIL = extend_schema_view(
         responses={
             200: OpenApiResponse(response=CLAIM, description="the claim as stored"),
             **openapi.error_responses(
-                *openapi.WRITE_ERRORS, 412, 428, bad_request=openapi.CLAIM_REFUSAL
+                *openapi.WRITE_ERRORS, 412, 428, family="claim", examples={412: "case.412"}
             ),
         },
     ),
@@ -267,7 +294,7 @@ CLAIM_DETAIL = extend_schema_view(
         responses={
             200: OpenApiResponse(response=CLAIM, description="the claim as stored"),
             **openapi.error_responses(
-                *openapi.WRITE_ERRORS, 412, bad_request=openapi.CLAIM_REFUSAL
+                *openapi.WRITE_ERRORS, 412, family="claim", examples={412: "case.412"}
             ),
         },
     ),
@@ -286,7 +313,15 @@ CLAIM_DETAIL = extend_schema_view(
         request=None,
         responses={
             200: OpenApiResponse(response=CLAIM, description="the withdrawn claim"),
-            **openapi.error_responses(400, 401, 403, 404, 412),
+            **openapi.error_responses(
+                400,
+                401,
+                403,
+                404,
+                412,
+                family="claim",
+                examples={400: "withdraw.400", 412: "case.412"},
+            ),
         },
     ),
 )

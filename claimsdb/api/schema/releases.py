@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -13,91 +11,140 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import serializers
 
 from claimsdb.models import ReleaseChange
 from claimsdb.records.kinds import record_kinds
 
 from .. import openapi
 
-RELEASE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "number": {"type": "integer", "example": 1},
-        "published_at": {"type": "string", "format": "date-time"},
-        "notes": {"type": "string"},
-        "last_revision": {
-            "type": "integer",
-            "description": "the ledger's latest revision when the release was published",
-        },
-        "counts": {
-            "type": "object",
-            "properties": {change: {"type": "integer"} for change in ReleaseChange.values},
-        },
-        "url": {"type": "string", "format": "uri"},
-        "page": {"type": "string", "format": "uri"},
-        "bundle": {"type": "string", "format": "uri"},
-    },
-}
-ENTRY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "kind": {"type": "string", "enum": record_kinds.names()},
-        "key": {"type": "string"},
-        "change": {"type": "string", "enum": list(ReleaseChange.values)},
-        "revision": {"type": "integer", "description": "the revision the public sees"},
-        "previous_revision": {
-            "type": "integer",
-            "nullable": True,
-            "description": "the revision the previous release published, if any",
-        },
-        "page": {"type": "string", "format": "uri"},
-    },
-}
-PAGE_LINK = {"type": "string", "format": "uri", "nullable": True}
-RELEASE_DETAIL_SCHEMA = {
-    "allOf": [
-        RELEASE_SCHEMA,
-        {
-            "type": "object",
-            "properties": {
-                "entries": {
-                    "type": "array",
-                    "items": ENTRY_SCHEMA,
-                    "description": "one page of the entries (`page`, `page_size`), by kind and key",
+RELEASE = openapi.component(
+    "Release",
+    {
+        "type": "object",
+        "description": "A release: what it published, when, and its counts by change.",
+        "properties": {
+            "number": {"type": "integer", "example": 1},
+            "published_at": {"type": "string", "format": "date-time"},
+            "notes": {"type": "string"},
+            "last_revision": {
+                "type": "integer",
+                "description": "the ledger's latest revision when the release was published",
+            },
+            "counts": openapi.component(
+                "ReleaseCounts",
+                {
+                    "type": "object",
+                    "properties": {change: {"type": "integer"} for change in ReleaseChange.values},
+                    "required": list(ReleaseChange.values),
                 },
-                "entries_count": {"type": "integer", "description": "all the entries"},
-                "entries_next": {**PAGE_LINK, "description": "the next page of entries"},
-                "entries_previous": {**PAGE_LINK, "description": "the previous page"},
+            ),
+            "url": {"type": "string", "format": "uri"},
+            "page": {"type": "string", "format": "uri"},
+            "bundle": {"type": "string", "format": "uri"},
+        },
+        "required": [
+            "number",
+            "published_at",
+            "notes",
+            "last_revision",
+            "counts",
+            "url",
+            "page",
+            "bundle",
+        ],
+    },
+)
+ENTRY = openapi.component(
+    "ReleaseEntry",
+    {
+        "type": "object",
+        "description": "A record as a release publishes it.",
+        "properties": {
+            "kind": {"type": "string", "enum": record_kinds.names()},
+            "key": {"type": "string"},
+            "change": {"type": "string", "enum": list(ReleaseChange.values)},
+            "revision": {"type": "integer", "description": "the revision the public sees"},
+            "previous_revision": {
+                "type": "integer",
+                "nullable": True,
+                "description": "the revision the previous release published, if any",
+            },
+            "page": {"type": "string", "format": "uri"},
+        },
+        "required": ["kind", "key", "change", "revision", "previous_revision", "page"],
+    },
+)
+PAGE_LINK = {"type": "string", "format": "uri", "nullable": True}
+RELEASE_DETAIL = openapi.component(
+    "ReleaseDetail",
+    {
+        "description": "A release and one page of its entries.",
+        "allOf": [
+            RELEASE,
+            {
+                "type": "object",
+                "properties": {
+                    "entries": {
+                        "type": "array",
+                        "items": ENTRY,
+                        "description": "one page of the entries (`page`, `page_size`), by kind "
+                        "and key",
+                    },
+                    "entries_count": {"type": "integer", "description": "all the entries"},
+                    "entries_next": {**PAGE_LINK, "description": "the next page of entries"},
+                    "entries_previous": {**PAGE_LINK, "description": "the previous page"},
+                },
+                "required": ["entries", "entries_count", "entries_next", "entries_previous"],
+            },
+        ],
+    },
+)
+BUNDLE = openapi.component(
+    "Bundle",
+    {
+        "type": "object",
+        "description": "A `claimsdb.bundle/1`: records of every kind (docs/record-format.md).",
+        "properties": {
+            "format": {"type": "string", "enum": ["claimsdb.bundle/1"]},
+            **{
+                kind.plural: {"type": "array", "items": openapi.document_ref(kind.name)}
+                for kind in record_kinds.in_write_order()
             },
         },
-    ]
-}
-BUNDLE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "format": {"type": "string", "enum": ["claimsdb.bundle/1"]},
-        **{
-            kind.plural: {"type": "array", "items": openapi.document_ref(kind.name)}
-            for kind in record_kinds.in_write_order()
+        "required": ["format"],
+    },
+)
+RELEASE_PAGE = openapi.component(
+    "ReleasePage",
+    {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer"},
+            "next": PAGE_LINK,
+            "previous": PAGE_LINK,
+            "results": {"type": "array", "items": RELEASE},
         },
+        "required": ["count", "next", "previous", "results"],
     },
-}
-RELEASE_PAGE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "count": {"type": "integer"},
-        "next": {"type": "string", "format": "uri", "nullable": True},
-        "previous": {"type": "string", "format": "uri", "nullable": True},
-        "results": {"type": "array", "items": RELEASE_SCHEMA},
+)
+
+
+PUBLISH_REQUEST = openapi.component(
+    "PublishRequest",
+    {
+        "type": "object",
+        "description": "The body of `POST /api/v1/releases/` (the view reads it itself).",
+        "properties": {
+            "notes": {
+                "type": "string",
+                "minLength": 1,
+                "description": "what the release publishes and why",
+            }
+        },
+        "required": ["notes"],
+        "additionalProperties": False,
     },
-}
-
-
-class PublishRequest(serializers.Serializer):
-    """The body of ``POST /api/v1/releases/`` (documentation: the view reads it itself)."""
-
-    notes = serializers.CharField(help_text="what the release publishes and why")
+)
 
 
 NUMBER_PARAMETER = OpenApiParameter(
@@ -112,7 +159,19 @@ RELEASE_LIST = extend_schema_view(
         description="Every release, newest first, with its counts by change. Public.",
         tags=["releases"],
         auth=openapi.PUBLIC_READ,
-        responses={200: RELEASE_PAGE_SCHEMA, **openapi.error_responses(404)},
+        parameters=[
+            OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
+            OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
+            openapi.IF_NONE_MATCH,
+            *openapi.LIST_HEADERS,
+        ],
+        responses={
+            200: OpenApiResponse(RELEASE_PAGE, examples=openapi.recorded_example("releases.200")),
+            304: openapi.LIST_NOT_MODIFIED,
+            **openapi.error_responses(
+                400, 404, examples={**openapi.LIST_ERRORS, 404: "release.404"}
+            ),
+        },
     ),
     post=extend_schema(
         operation_id="releases_create",
@@ -121,10 +180,15 @@ RELEASE_LIST = extend_schema_view(
         "rule and method (reviewers). Refused without notes (`release.notes_required`) or "
         "when nothing changed since the previous release (`release.nothing_changed`).",
         tags=["releases"],
-        request=PublishRequest,
+        request={"application/json": PUBLISH_REQUEST},
+        parameters=[openapi.location_header(201, what="the release")],
         responses={
-            201: OpenApiResponse(RELEASE_DETAIL_SCHEMA, description="the release published"),
-            **openapi.error_responses(400, 401, 403),
+            201: OpenApiResponse(
+                RELEASE_DETAIL,
+                description="the release published",
+                examples=openapi.recorded_example("release.201"),
+            ),
+            **openapi.error_responses(400, 401, 403, family="release"),
         },
         examples=[
             OpenApiExample(
@@ -151,7 +215,7 @@ RELEASE_DETAIL = extend_schema_view(
             OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
             OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
         ],
-        responses={200: RELEASE_DETAIL_SCHEMA, **openapi.error_responses(404)},
+        responses={200: RELEASE_DETAIL, **openapi.error_responses(404, family="release")},
     ),
 )
 
@@ -166,6 +230,6 @@ RELEASE_BUNDLE = extend_schema_view(
         tags=["releases"],
         auth=openapi.PUBLIC_READ,
         parameters=[NUMBER_PARAMETER],
-        responses={200: BUNDLE_SCHEMA, **openapi.error_responses(404)},
+        responses={200: BUNDLE, **openapi.error_responses(404, family="release")},
     ),
 )

@@ -27,9 +27,14 @@ REVISION_LIST = extend_schema_view(
         "docs/pagination.md.",
         tags=["revisions"],
         auth=openapi.PUBLIC_READ,
+        parameters=[openapi.IF_NONE_MATCH, *openapi.LIST_HEADERS],
         responses={
             200: openapi.ref("Revision"),
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+            304: openapi.LIST_NOT_MODIFIED,
+            **openapi.error_responses(
+                *openapi.PUBLIC_READ_ERRORS,
+                examples={**openapi.QUERY_ERRORS, 400: "feed.400", 404: "revision.404"},
+            ),
         },
     ),
 )
@@ -45,10 +50,15 @@ CASE_REVISIONS = extend_schema_view(
         "points at (404 for a case never released).",
         tags=["revisions"],
         auth=openapi.PUBLIC_READ,
-        parameters=[openapi.key_parameter("case")],
+        parameters=[openapi.key_parameter("case"), openapi.IF_NONE_MATCH, *openapi.LIST_HEADERS],
         responses={
             200: openapi.ref("Revision"),
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+            304: openapi.LIST_NOT_MODIFIED,
+            **openapi.error_responses(
+                *openapi.PUBLIC_READ_ERRORS,
+                family="case",
+                examples={**openapi.QUERY_ERRORS, 400: "feed.400"},
+            ),
         },
     ),
 )
@@ -75,7 +85,9 @@ REVISION_DETAIL = extend_schema_view(
         responses={
             200: openapi.ref("RevisionDetail"),
             304: openapi.NOT_MODIFIED,
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+            **openapi.error_responses(
+                *openapi.PUBLIC_READ_ERRORS, family="revision", examples=openapi.QUERY_ERRORS
+            ),
         },
     ),
 )
@@ -102,12 +114,8 @@ CASE_DIFF = extend_schema_view(
             200: openapi.ref("Diff"),
             **openapi.error_responses(
                 *openapi.PUBLIC_READ_ERRORS,
-                bad_request=(
-                    "The request was refused",
-                    "revision.not_of_record",
-                    "revision 2 is not a revision of case CP22-003",
-                    "from",
-                ),
+                family="case",
+                examples={**openapi.QUERY_ERRORS, 400: "diff.400"},
             ),
         },
     ),
@@ -134,7 +142,9 @@ CASE_REVERT = extend_schema_view(
             200: OpenApiResponse(
                 response=openapi.document_ref("case"), description="the case as it now is"
             ),
-            **openapi.error_responses(*openapi.WRITE_ERRORS, 412),
+            **openapi.error_responses(
+                *openapi.WRITE_ERRORS, 412, family="case", examples={400: "revert.400"}
+            ),
         },
     ),
 )

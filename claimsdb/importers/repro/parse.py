@@ -15,6 +15,7 @@ import ijson
 from claimsdb.codes import ReproCode
 
 from . import messages
+from .content_hash import ContentDigest
 from .format import SUPPORTED_FORMATS
 from .header import check_header
 from .problems import Problem, ProblemLog
@@ -24,8 +25,11 @@ from .scanner import CountingReader, NotAnObject, Readable, Scan, TooDeep, TooLa
 BUF_SIZE = 256 * 1024
 
 
-def parse_results(stream: Readable) -> tuple[ParsedRun | None, list[Problem]]:
-    """Check a whole results file in one streaming pass.
+def parse_results(
+    stream: Readable, digest: ContentDigest | None = None
+) -> tuple[ParsedRun | None, list[Problem]]:
+    """Check a whole results file in one streaming pass (which also feeds ``digest``, the
+    file's identity, when one is given).
 
     Returns the run (None when the file is not readable as a `repro-results/1` object) and
     every problem found. Memory stays flat in the number of trial rows: rows are tallied per
@@ -35,7 +39,8 @@ def parse_results(stream: Readable) -> tuple[ParsedRun | None, list[Problem]]:
     scan = Scan(log)
     source = CountingReader(stream)
     try:
-        scan.read_file(ijson.basic_parse(source, buf_size=BUF_SIZE, use_float=True))
+        events = ijson.basic_parse(source, buf_size=BUF_SIZE, use_float=True)
+        scan.read_file(digest.watch(events) if digest is not None else events)
     except NotAnObject as error:
         return None, [Problem(ReproCode.MALFORMED, error.message, "")]
     except TooDeep as error:
