@@ -25,7 +25,6 @@ from django.http import (
 )
 from django.http.response import HttpResponseBase
 from rest_framework.exceptions import NotFound
-from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -43,7 +42,13 @@ from claimsdb.selectors.releases import release_entry_list, with_previous_revisi
 from claimsdb.services.permissions import has_role
 from claimsdb.services.releases import release_publish
 
-from .common import CanonicalJSONRenderer, DocumentJSONParser, NoFormSerializer, Pagination
+from .common import (
+    CanonicalJSONRenderer,
+    DocumentJSONParser,
+    ErrorsAsJSON,
+    NoFormSerializer,
+    Pagination,
+)
 from .errors import RequestViolations
 from .schema import releases as schema
 
@@ -190,17 +195,6 @@ def release_download(
     for name, value in headers.items():
         response[name] = value
     return response
-
-
-class ErrorsAsJSON(BaseContentNegotiation):
-    """Downloads answer in their own type whatever the client accepts; their errors are JSON
-    (the one renderer of these views), never a 406."""
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
-
-    def select_parser(self, request, parsers):
-        return parsers[0] if parsers else None
 
 
 @schema.RELEASE_BUNDLE
