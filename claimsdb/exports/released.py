@@ -62,18 +62,23 @@ def release_version_batches(
             .annotate(first=Min("created_at"))
             .values_list("record_key", "first")
         )
-        yield [
-            ReleasedVersion(
-                kind=kind,
-                key=entry.record_key,
-                document=canonical.loads(entry.revision.snapshot),
-                revision=entry.revision.number,
-                modified=utc(entry.revision.created_at),
-                created=utc(firsts.get(entry.record_key, entry.revision.created_at)),
-                withdrawn=entry.withdrawn,
+        versions = []
+        for entry in batch:
+            modified = utc(entry.revision.created_at)
+            first = utc(firsts.get(entry.record_key, modified))
+            versions.append(
+                ReleasedVersion(
+                    kind=kind,
+                    key=entry.record_key,
+                    document=canonical.loads(entry.revision.snapshot),
+                    revision=entry.revision.number,
+                    modified=modified,
+                    # never after ``modified`` (STIX refuses that), were the clock ever set back
+                    created=min(first, modified),
+                    withdrawn=entry.withdrawn,
+                )
             )
-            for entry in batch
-        ]
+        yield versions
 
 
 def release_count(release: Release, kind: str) -> Callable[[], int]:

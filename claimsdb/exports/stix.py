@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -97,7 +97,6 @@ class StixContext:
     per batch."""
 
     release: Release
-    _cache: dict[str, Any] = field(default_factory=dict)
 
     def documents(self, kind: str, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The release's documents of the named records of ``kind`` (one query)."""
@@ -254,7 +253,7 @@ def case_objects(versions: list[ReleasedVersion], context: StixContext) -> Itera
         common = versioned(version)
         incident = Incident(
             id=incident_id(key),
-            name=document["title"],
+            name=text_or(document["title"], key),
             external_references=[claimsdb_reference("case", key)],
             extensions=extension(
                 "case",
@@ -282,7 +281,7 @@ def case_objects(versions: list[ReleasedVersion], context: StixContext) -> Itera
         )
         yield Report(
             id=stix_id("report", f"case:{key}"),
-            name=document["title"],
+            name=text_or(document["title"], key),
             published=version.modified,
             report_types=["threat-report"],
             object_refs=parts + [source_report_id(source) for source in cited_here],
@@ -374,7 +373,7 @@ def source_objects(versions: list[ReleasedVersion], context: StixContext) -> Ite
             published = dt.datetime.fromisoformat(document["published_on"]).replace(tzinfo=dt.UTC)
         yield Report(
             id=source_report_id(key),
-            name=document["title"],
+            name=text_or(document["title"], key),
             published=published,
             report_types=["threat-report"],
             object_refs=[IDENTITY_ID],

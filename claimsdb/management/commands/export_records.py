@@ -13,7 +13,7 @@ from claimsdb.exports.tables import release_csv_zip
 from claimsdb.public import release_bundle_lists, release_get
 from claimsdb.records import iter_pretty_bundle
 from claimsdb.records.schema import BUNDLE_FORMAT
-from claimsdb.records.stream import live_bundle_lists
+from claimsdb.records.stream import Progress, live_bundle_lists
 
 from ._common import add_streaming_arguments, batch_size, one_snapshot, progress_for
 
@@ -71,7 +71,7 @@ class Command(BaseCommand):
                     sys.stdout.write(piece)
                 sys.stdout.flush()
 
-    def export_release_as(self, chosen: str, options: dict, size: int, progress) -> None:
+    def export_release_as(self, chosen: str, options: dict, size: int, progress: Progress) -> None:
         """Release N as STIX (text, to a file or standard output) or CSV (a zip file)."""
         if options["release"] is None:
             raise CommandError(f"--format {chosen} exports a release: give --release N")
