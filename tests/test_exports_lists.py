@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import tracemalloc
 import zipfile
 
 import pytest
@@ -138,3 +139,47 @@ def test_queries_per_batch_are_fixed(seeded, reviewer, viewer, monkeypatch, who,
         assert len(download()) == added + 2
     one, two, three = counts
     assert two - one == three - two == per_batch, counts
+
+
+def test_memory_follows_the_batch_not_the_list(seeded, reviewer, viewer, monkeypatch):
+    """Downloading a list holds one batch of records, whatever the list's length (the
+    response is read and dropped piece by piece, as a server sends it)."""
+    monkeypatch.setattr(lists, "LIST_BATCH_SIZE", 10)
+    clients = {"public": token_client(), "viewer": token_client(viewer)}
+
+    def add(start: int, count: int) -> None:
+        cases = [
+            new_case(f"CP97-{n:03d}", status="ready", title=f"Case {n}", summary="x" * 500)
+            for n in range(start, start + count)
+        ]
+        bundle_load(
+            user=reviewer,
+            bundle={
+                "format": "claimsdb.bundle/1",
+                "methods": [],
+                "sources": [],
+                "rules": [],
+                "cases": cases,
+            },
+            summary="More cases",
+        )
+        release_publish(user=reviewer, notes=str(start))
+
+    def peak(client) -> int:
+        tracemalloc.start()
+        try:
+            response = client.get("/api/v1/cases.csv")
+            for _ in response.streaming_content:
+                pass
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    add(0, 20)
+    for client in clients.values():
+        peak(client)  # imports and caches warmed up
+    small = {who: peak(client) for who, client in clients.items()}
+    add(20, 60)
+    large = {who: peak(client) for who, client in clients.items()}
+    for who in small:
+        assert large[who] <= 1.5 * small[who], (who, small, large)
