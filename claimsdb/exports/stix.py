@@ -17,6 +17,7 @@ whole by ``generic_objects``.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 from stix2.v21 import (
     ExtensionDefinition,
+    ExternalReference,
     Identity,
     Incident,
     Note,
@@ -134,10 +136,22 @@ def extension(record_kind: str, record_key: str, revision: int, fields: dict[str
     }
 
 
-def claimsdb_reference(kind: RecordKind | str, key: str) -> dict[str, str]:
+def claimsdb_reference(kind: RecordKind | str, key: str) -> StixObject:
     """The external reference naming the record in claimsdb (its page's path)."""
     entry = record_kinds.get(kind) if isinstance(kind, str) else kind
-    return {"source_name": SOURCE_NAME, "external_id": key, "description": entry.record_path(key)}
+    return reference(SOURCE_NAME, key, entry.record_path(key), "")
+
+
+@functools.lru_cache(maxsize=4096)
+def reference(source_name: str, external_id: str, description: str, url: str) -> StixObject:
+    """An ``ExternalReference``, made once for the many objects that name it (a case's
+    incident, report and notes name their case): stix2 checks each one it is given as a
+    mapping, which costs as much as a small object. Immutable, so shared safely; the cache
+    is bounded."""
+    return ExternalReference(
+        **optional(source_name=source_name, external_id=external_id, description=description),
+        **optional(url=url),
+    )
 
 
 def versioned(version: ReleasedVersion) -> dict[str, Any]:
@@ -303,13 +317,12 @@ def claim_note(
     for link in claim["evidence"]:
         source = sources.get(link["source"], {})
         references.append(
-            {
-                "source_name": link["source"],
-                "description": text_or(
-                    f"{link['relation']}: {link['locator']}".strip(), link["relation"]
-                ),
-                **optional(url=source.get("url", "")),
-            }
+            reference(
+                link["source"],
+                "",
+                text_or(f"{link['relation']}: {link['locator']}".strip(), link["relation"]),
+                source.get("url", ""),
+            )
         )
     common = versioned(version)
     if claim["status"] == choices.ClaimStatus.WITHDRAWN:
@@ -366,7 +379,7 @@ def source_objects(versions: list[ReleasedVersion], context: StixContext) -> Ite
         references = [claimsdb_reference("source", key)]
         if document["url"]:
             references.append(
-                {"source_name": text_or(document["publisher"], key), "url": document["url"]}
+                reference(text_or(document["publisher"], key), "", "", document["url"])
             )
         published = version.modified
         if document["published_on"]:
