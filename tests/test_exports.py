@@ -69,7 +69,12 @@ def export(release: int, form: str, tmp_path: Path, **options) -> bytes:
     out = tmp_path / f"export-{form}-{options.get('batch_size', 0)}"
     quiet = {"stderr": io.StringIO()}
     call_command("export_records", release=release, format=form, out=str(out), **quiet, **options)
-    return out.read_bytes()
+    data = out.read_bytes()
+    if form == "stix":  # every STIX export the tests make is validated
+        errors, warnings = validation(json.loads(data))
+        assert errors == []
+        assert {re.search(r"\{(\d+)\}", w).group(1) for w in warnings} <= documented_warnings()
+    return data
 
 
 def csv_members(data: bytes) -> dict[str, str]:
