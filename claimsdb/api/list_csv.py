@@ -7,6 +7,7 @@ a time. Errors (a bad filter) answer in JSON, whatever the client accepts.
 from __future__ import annotations
 
 from django.http import StreamingHttpResponse
+from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.request import Request
 
 from claimsdb.access import visible_records
@@ -28,6 +29,7 @@ class RecordListCSV:
     renderer_classes = [CanonicalJSONRenderer]
     content_negotiation_class = ErrorsAsJSON
     pagination_class = None
+    filter_backends = [DjangoFilterBackend]  # rows come by key: no ?ordering=
 
     def get(self, request: Request) -> StreamingHttpResponse:
         records = visible_records(request.user, self.kind)

@@ -84,8 +84,10 @@ def record_list_csv(kind: str) -> Any:
             description=f"Every {kind} the list's filters select (not a page), as the "
             f"`{plural}.csv` table of docs/exports.md (its data dictionary), by key, streamed. "
             "UTF-8, `\\n` line endings, a header row; text cells that a spreadsheet would run "
-            "as a formula begin with an apostrophe. `ordering` and paging are ignored. "
-            f"{openapi.PUBLIC_LIST_NOTE}",
+            "as a formula begin with an apostrophe. Anyone may read it: users with a role "
+            "(viewer and above) get the working state, drafts included, with each record's "
+            "latest revision; everyone else the released records (withdrawn ones only with "
+            "`status=withdrawn`), as the list shows them.",
             tags=[plural],
             auth=openapi.PUBLIC_READ,
             parameters=[CASE_DIMENSIONS] if kind == "case" else [],
