@@ -112,9 +112,11 @@ def test_the_csv_lists_refuse_writes(released, reviewer):
 # working state eleven (the case rows with their latest revision, then one per table of
 # their contents, records/batched.py).
 @pytest.mark.parametrize("who, per_batch", [("public", 1), ("viewer", 11)])
-def test_queries_per_batch_are_fixed(seeded, reviewer, viewer, monkeypatch, who, per_batch):
+@pytest.mark.parametrize("url", ["/api/v1/cases.csv", "/cases.csv"])
+def test_queries_per_batch_are_fixed(seeded, reviewer, viewer, monkeypatch, who, per_batch, url):
     monkeypatch.setattr(lists, "LIST_BATCH_SIZE", 2)
-    client = token_client(viewer if who == "viewer" else None)
+    user = viewer if who == "viewer" else None
+    client = token_client(user) if url.startswith("/api/") else signed_in(user)
     counts = []
     for added in (2, 4, 6):  # the seed's two, then one batch more each time
         bundle_load(
@@ -133,7 +135,7 @@ def test_queries_per_batch_are_fixed(seeded, reviewer, viewer, monkeypatch, who,
         release_publish(user=reviewer, notes=str(added))
 
         def download():
-            return table(client.get("/api/v1/cases.csv"))
+            return table(client.get(url))
 
         counts.append(queries_of(download))
         assert len(download()) == added + 2
