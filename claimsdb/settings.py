@@ -152,6 +152,13 @@ BACKUP_KEY = os.environ.get("BACKUP_KEY", "")
 # A file to which each write appends its time and the time it held the ledger lock
 # (docs/write-path.md, "Measuring the critical section"); empty: nothing is logged.
 WRITE_TIMING_LOG = os.environ.get("CLAIMSDB_WRITE_TIMING", "")
+# Where the JSON Schema of claimsdb's STIX extension is published: the extension definition
+# of every STIX export names it (docs/exports.md). Every instance serves it at
+# /api/v1/stix/extension-schema.json; set this to that address on the public host. It is
+# part of the exported bytes, so every instance exporting one release alike names one URL.
+STIX_EXTENSION_SCHEMA_URL = os.environ.get(
+    "STIX_EXTENSION_SCHEMA_URL", "http://127.0.0.1:8000/api/v1/stix/extension-schema.json"
+)
 
 # Mail (docs/review.md, "Your review feed"): requested changes reach their authors. SMTP
 # when EMAIL_HOST is set; otherwise printed on the console in development and not sent in

@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -197,3 +198,15 @@ def expected_revision(request: Request, kind: str, key: str, *, required: bool =
 
 class NoFormSerializer(serializers.Serializer):
     """The API reads and writes documents, not forms: the browsable API shows a raw body."""
+
+
+class ErrorsAsJSON(BaseContentNegotiation):
+    """Downloads (a release's STIX or CSV, a list as CSV) answer in their own type whatever
+    the client accepts; their errors are JSON (the one renderer of these views), never a
+    406."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None

@@ -16,6 +16,21 @@ urlpatterns = [
         name="api-release-bundle",
     ),
     re_path(
+        r"^releases/(?P<number>[\s\S]+)/stix/$",
+        releases.ReleaseStixView.as_view(),
+        name="api-release-stix",
+    ),
+    re_path(
+        r"^releases/(?P<number>[\s\S]+)/csv/$",
+        releases.ReleaseCSVView.as_view(),
+        name="api-release-csv",
+    ),
+    re_path(
+        r"^stix/extension-schema\.json$",
+        releases.stix_extension_schema,
+        name="api-stix-extension-schema",
+    ),
+    re_path(
         r"^releases/(?P<number>[\s\S]+)/$",
         releases.ReleaseDetailView.as_view(),
         name="api-release-detail",

@@ -4,15 +4,25 @@
 * ``POST /api/v1/releases/`` with ``{"notes": "…"}`` — publish one (reviewers; 201);
 * ``GET /api/v1/releases/<n>/`` — one release and a page of its entries;
 * ``GET /api/v1/releases/<n>/bundle.json`` — the release as a ``claimsdb.bundle/1``, the
-  same bytes as ``manage.py export_records --release <n>``, cacheable for ever.
+  same bytes as ``manage.py export_records --release <n>``, cacheable for ever;
+* ``GET /api/v1/releases/<n>/stix/`` and ``…/csv/`` — the release as a STIX 2.1 bundle and
+  as a zip of CSV tables, the same bytes as ``export_records --release <n> --format stix``
+  (``csv``), cacheable for ever (docs/exports.md);
+* ``GET /api/v1/stix/extension-schema.json`` — the JSON Schema of the STIX extension.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from django.http import HttpResponseNotModified, StreamingHttpResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotModified,
+    StreamingHttpResponse,
+)
 from django.http.response import HttpResponseBase
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import SAFE_METHODS, BasePermission
@@ -22,6 +32,8 @@ from rest_framework.views import APIView
 
 from claimsdb import http_caching, public
 from claimsdb.codes import DocumentCode, PermissionCode, ReleaseCode
+from claimsdb.exports.stix import EXTENSION_SCHEMA_PATH, iter_stix_bundle
+from claimsdb.exports.tables import release_csv_zip
 from claimsdb.models import Release
 from claimsdb.records import RuleViolation, iter_pretty_bundle
 from claimsdb.records.kinds import record_kinds
@@ -30,7 +42,13 @@ from claimsdb.selectors.releases import release_entry_list, with_previous_revisi
 from claimsdb.services.permissions import has_role
 from claimsdb.services.releases import release_publish
 
-from .common import CanonicalJSONRenderer, DocumentJSONParser, NoFormSerializer, Pagination
+from .common import (
+    CanonicalJSONRenderer,
+    DocumentJSONParser,
+    ErrorsAsJSON,
+    NoFormSerializer,
+    Pagination,
+)
 from .errors import RequestViolations
 from .schema import releases as schema
 
@@ -62,6 +80,8 @@ def release_summary(request: Request, release: Release) -> dict[str, Any]:
         "url": request.build_absolute_uri(f"/api/v1/releases/{number}/"),
         "page": request.build_absolute_uri(f"/releases/{number}/"),
         "bundle": request.build_absolute_uri(f"/api/v1/releases/{number}/bundle.json"),
+        "stix": request.build_absolute_uri(f"/api/v1/releases/{number}/stix/"),
+        "csv": request.build_absolute_uri(f"/api/v1/releases/{number}/csv/"),
     }
 
 
@@ -150,24 +170,87 @@ class ReleaseDetailView(ReleaseBase):
         return Response(release_detail(request, _release_or_404(number)))
 
 
+def release_download(
+    request: Request,
+    release: Release,
+    *,
+    tag: str,
+    filename: str,
+    content_type: str,
+    body: Iterator[bytes],
+) -> HttpResponseBase:
+    """A download of a release, streamed from the ledger in batches (a large release never
+    sits in memory) and cacheable for ever: a release never changes."""
+    etag = f'"release-{release.number}{tag}"'
+    headers = {
+        "ETag": etag,
+        "Cache-Control": f"public, {http_caching.IMMUTABLE}",
+        "Content-Disposition": f'inline; filename="{filename}"',
+    }
+    response: HttpResponseBase
+    if etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:
+        response = HttpResponseNotModified()
+    else:
+        response = StreamingHttpResponse(body, content_type=content_type)
+    for name, value in headers.items():
+        response[name] = value
+    return response
+
+
 @schema.RELEASE_BUNDLE
 class ReleaseBundleView(ReleaseBase):
     def get(self, request: Request, number: str) -> HttpResponseBase:
         release = _release_or_404(number)
-        etag = f'"release-{release.number}"'
-        headers = {
-            "ETag": etag,
-            "Cache-Control": f"public, {http_caching.IMMUTABLE}",
-            "Content-Disposition": f'inline; filename="claimsdb-release-{release.number}.json"',
-        }
-        if etag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:
-            response = HttpResponseNotModified()
-        else:
-            # Streamed from the ledger in batches: a large release never sits in memory.
-            response = StreamingHttpResponse(
-                utf8_chunks(iter_pretty_bundle(public.release_bundle_lists(release))),
-                content_type="application/json; charset=utf-8",
-            )
-        for name, value in headers.items():
-            response[name] = value
-        return response
+        return release_download(
+            request,
+            release,
+            tag="",
+            filename=f"claimsdb-release-{release.number}.json",
+            content_type="application/json; charset=utf-8",
+            body=utf8_chunks(iter_pretty_bundle(public.release_bundle_lists(release))),
+        )
+
+
+STIX_MEDIA_TYPE = "application/stix+json;version=2.1"
+
+
+@schema.RELEASE_STIX
+class ReleaseStixView(ReleaseBase):
+    content_negotiation_class = ErrorsAsJSON
+
+    def get(self, request: Request, number: str) -> HttpResponseBase:
+        release = _release_or_404(number)
+        return release_download(
+            request,
+            release,
+            tag="-stix",
+            filename=f"claimsdb-release-{release.number}.stix.json",
+            content_type=f"{STIX_MEDIA_TYPE}; charset=utf-8",
+            body=utf8_chunks(iter_stix_bundle(release)),
+        )
+
+
+@schema.RELEASE_CSV
+class ReleaseCSVView(ReleaseBase):
+    content_negotiation_class = ErrorsAsJSON
+
+    def get(self, request: Request, number: str) -> HttpResponseBase:
+        release = _release_or_404(number)
+        return release_download(
+            request,
+            release,
+            tag="-csv",
+            filename=f"claimsdb-release-{release.number}.csv.zip",
+            content_type="application/zip",
+            body=release_csv_zip(release),
+        )
+
+
+def stix_extension_schema(request: HttpRequest) -> HttpResponse:
+    """The JSON Schema the STIX exports' extension definition names: a file, not an API
+    operation (it answers nothing but itself)."""
+    response = HttpResponse(
+        EXTENSION_SCHEMA_PATH.read_bytes(), content_type="application/schema+json"
+    )
+    response["Cache-Control"] = "public, max-age=86400"
+    return response

@@ -8,7 +8,7 @@ rather than the site's HTML page.
 
 from django.urls import path, register_converter
 
-from . import approval_views, auth_views, docs_views, review_views, revision_views, views
+from . import approval_views, auth_views, docs_views, list_csv, review_views, revision_views, views
 from .approval_views import RECORD_APPROVAL_VIEWS
 
 
@@ -50,6 +50,11 @@ urlpatterns = [
     ],
     path("approvals/", approval_views.ApprovalListView.as_view(), name="approval-list"),
     path("cases/", views.CaseListView.as_view(), name="case-list"),
+    # each list, with its filters, as CSV (docs/exports.md)
+    path("cases.csv", list_csv.CaseListCSVView.as_view(), name="case-list-csv"),
+    path("sources.csv", list_csv.SourceListCSVView.as_view(), name="source-list-csv"),
+    path("rules.csv", list_csv.RuleListCSVView.as_view(), name="rule-list-csv"),
+    path("methods.csv", list_csv.MethodListCSVView.as_view(), name="method-list-csv"),
     path("cases/<key:key>/claims/", views.CaseClaimsView.as_view(), name="case-claims"),
     path(
         "cases/<key:key>/revisions/",

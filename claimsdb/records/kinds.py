@@ -71,6 +71,13 @@ class RecordKind:
     text_fields: tuple[str, ...] = ()
     # Keys contain a slash (``diggingbeagle.assessment/1``): URLs match them as paths.
     keys_hold_slashes: bool = False
+    # What the exports of a release make of its records (docs/exports.md), as dotted paths
+    # so that reading the registry does not load the exporters: the STIX mapping (released
+    # versions → STIX objects, ``claimsdb.exports.stix``) and the CSV tables (a tuple of
+    # ``claimsdb.exports.tables.Table``). Empty: the generic mapping and table, which carry
+    # every field of the document.
+    stix_mapping: str = ""
+    csv_tables: str = ""
 
     @property
     def name(self) -> str:
@@ -192,6 +199,8 @@ CASE = record_kinds.register(
         published_status=choices.CaseStatus.READY,
         example_key="CP22-003",
         text_fields=("key", "title", "summary", "scope_note", "account", "basis", "limits"),
+        stix_mapping="claimsdb.exports.stix.case_objects",
+        csv_tables="claimsdb.exports.tables.CASE_TABLES",
     )
 )
 SOURCE = record_kinds.register(
@@ -208,6 +217,7 @@ SOURCE = record_kinds.register(
         published_status=choices.RecordStatus.ACTIVE,
         example_key="SRC-SGLANG-KV-TRANSFER-SAFETY",
         text_fields=("key", "title", "publisher", "url", "notes"),
+        stix_mapping="claimsdb.exports.stix.source_objects",
     )
 )
 RULE = record_kinds.register(
@@ -223,6 +233,7 @@ RULE = record_kinds.register(
         write_role="reviewer",
         published_status=choices.RecordStatus.ACTIVE,
         example_key="RULE-CP22-002-RESPONSES-NOT-CP22-003",
+        stix_mapping="claimsdb.exports.stix.rule_objects",
     )
 )
 METHOD = record_kinds.register(

@@ -46,15 +46,20 @@ def current_assessment_filter(dimension: str, value: str) -> Exists:
 
 
 def case_list_filtered(
-    *, status: str = "", tag: str = "", values: dict[str, str] | None = None
+    *,
+    status: str = "",
+    tag: str = "",
+    values: dict[str, str] | None = None,
+    cases: QuerySet[Case] | None = None,
 ) -> QuerySet[Case]:
     """The cases the list page shows, by key: the page is cut on it (``pages.page_keys``)
     and its rows read with ``case_list_rows``.
 
     ``values`` filters on the current assessment: ``{dimension key: value key}``; the caller
-    checks the keys against the methods' vocabularies.
+    checks the keys against the methods' vocabularies. ``cases``: the rows to filter (all
+    cases; the list as CSV passes them with their latest revision, ``visible_records``).
     """
-    cases = Case.objects.order_by("key")
+    cases = (Case.objects.all() if cases is None else cases).order_by("key")
     if status:
         cases = cases.filter(status=status)
     if tag:

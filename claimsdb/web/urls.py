@@ -53,6 +53,7 @@ urlpatterns = [
     path("suggest/<str:kind>/", pickers.suggest, name="suggest"),
     # cases
     path("cases/", lists.case_list, name="case-list"),
+    path("cases.csv", lists.case_list_csv, name="case-list-csv"),
     path("cases/new/", case_edit.CaseCreateView.as_view(), name="case-new"),
     path("cases/<str:key>/", reading.case_detail, name="case-detail"),
     path("cases/<str:key>/record.json", reading.case_record_json, name="case-record-json"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
@@ -73,6 +74,33 @@ def record_list(kind: str) -> Any:
                     examples=openapi.document_examples(kind, codes=("201",)),
                 ),
                 **openapi.error_responses(*openapi.WRITE_ERRORS, 409, family=kind),
+            },
+        ),
+    )
+
+
+def record_list_csv(kind: str) -> Any:
+    """The description of a kind's list as CSV: the list's filters, every record they
+    select, one table."""
+    entry = record_kinds.get(kind)
+    plural = entry.plural
+    return extend_schema_view(
+        get=extend_schema(
+            operation_id=f"{plural}_list_csv",
+            summary=f"List {plural} as CSV",
+            description=f"Every {kind} the list's filters select (not a page), as the "
+            f"`{plural}.csv` table of docs/exports.md (its data dictionary), by key, streamed. "
+            "UTF-8, `\\n` line endings, a header row; text cells that a spreadsheet would run "
+            "as a formula begin with an apostrophe. Anyone may read it: users with a role "
+            "(viewer and above) get the working state, drafts included, with each record's "
+            "latest revision; everyone else the released records (withdrawn ones only with "
+            "`status=withdrawn`), as the list shows them.",
+            tags=[plural],
+            auth=openapi.PUBLIC_READ,
+            parameters=[CASE_DIMENSIONS] if kind == "case" else [],
+            responses={
+                (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the table"),
+                **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
             },
         ),
     )

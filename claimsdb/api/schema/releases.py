@@ -41,6 +41,16 @@ RELEASE = openapi.component(
             "url": {"type": "string", "format": "uri"},
             "page": {"type": "string", "format": "uri"},
             "bundle": {"type": "string", "format": "uri"},
+            "stix": {
+                "type": "string",
+                "format": "uri",
+                "description": "the release as a STIX 2.1 bundle",
+            },
+            "csv": {
+                "type": "string",
+                "format": "uri",
+                "description": "the release as a zip of CSV tables",
+            },
         },
         "required": [
             "number",
@@ -51,6 +61,8 @@ RELEASE = openapi.component(
             "url",
             "page",
             "bundle",
+            "stix",
+            "csv",
         ],
     },
 )
@@ -231,5 +243,59 @@ RELEASE_BUNDLE = extend_schema_view(
         auth=openapi.PUBLIC_READ,
         parameters=[NUMBER_PARAMETER],
         responses={200: BUNDLE, **openapi.error_responses(404, family="release")},
+    ),
+)
+
+
+RELEASE_STIX = extend_schema_view(
+    get=extend_schema(
+        operation_id="releases_stix",
+        summary="Download a release as STIX 2.1",
+        description="The release as one STIX 2.1 bundle (`application/stix+json;version=2.1`): "
+        "cases as `incident` and `report` objects, claims as `note`s with their evidence as "
+        "external references carrying locators, sources as `report`s, relations as "
+        "`relationship`s, scope rules as `note`s, and what STIX has no property for in the "
+        "claimsdb extension (docs/exports.md). Deterministic identifiers and times: the same "
+        "bytes as `manage.py export_records --release <n> --format stix`, cacheable for ever. "
+        "Public.",
+        tags=["releases"],
+        auth=openapi.PUBLIC_READ,
+        parameters=[NUMBER_PARAMETER],
+        responses={
+            (200, "application/stix+json"): OpenApiResponse(
+                {
+                    "type": "object",
+                    "properties": {
+                        "type": {"type": "string", "enum": ["bundle"]},
+                        "id": {"type": "string"},
+                        "objects": {"type": "array", "items": {"type": "object"}},
+                    },
+                },
+                description="a STIX 2.1 bundle",
+            ),
+            **openapi.error_responses(404),
+        },
+    ),
+)
+
+
+RELEASE_CSV = extend_schema_view(
+    get=extend_schema(
+        operation_id="releases_csv",
+        summary="Download a release as CSV tables",
+        description="The release as a zip of CSV files, one per table (cases, claims, "
+        "evidence, assessments, figures, relations, sources, rules, methods), UTF-8 with `\\n` "
+        "line endings, rows in key order; the data dictionary is docs/exports.md. The same "
+        "bytes as `manage.py export_records --release <n> --format csv`, cacheable for ever. "
+        "Public.",
+        tags=["releases"],
+        auth=openapi.PUBLIC_READ,
+        parameters=[NUMBER_PARAMETER],
+        responses={
+            (200, "application/zip"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="a zip of CSV files"
+            ),
+            **openapi.error_responses(404),
+        },
     ),
 )

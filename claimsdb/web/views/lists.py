@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import dataclass
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.defaultfilters import pluralize
 from django.utils.formats import date_format
 from django.utils.text import Truncator
 
-from claimsdb import choices, public, search
+from claimsdb import access, choices, public, search
+from claimsdb.exports.lists import list_csv, released_list_batches, working_list_batches
 from claimsdb.models import AssessmentMethod, SearchKind
 from claimsdb.records.schema import normalize_tag
+from claimsdb.records.stream import utf8_chunks
 from claimsdb.selectors.cases import case_list_filtered, case_list_rows, case_tags
 from claimsdb.selectors.methods import method_list
 from claimsdb.selectors.pages import page_keys
@@ -169,9 +172,21 @@ def _released_case_rows(records, labels: dict) -> list[dict]:
     return rows
 
 
-def case_list(request: HttpRequest) -> HttpResponse:
-    """Cases, filtered by status, tag and the values of their current assessment (for the
-    public: released cases, by tag and assessment)."""
+@dataclass
+class CaseListFilters:
+    """What the case list filters by, read from the query string as the page offers it:
+    a value the page does not offer is ignored (as its form could not have sent it)."""
+
+    released: bool
+    methods: list[AssessmentMethod]
+    tags: list[str]
+    dimensions: dict[str, dict]
+    status: str
+    tag: str
+    values: dict[str, str]
+
+
+def case_list_filters(request: HttpRequest) -> CaseListFilters:
     released = reads_released(request)
     if released:
         # methods are few: one plain query rather than a streaming cursor's three trips
@@ -205,6 +220,20 @@ def case_list(request: HttpRequest) -> HttpResponse:
             values[key] = chosen
         dimension["chosen"] = values.get(key, "")
         dimension["options"] = list(dimension["values"].items())
+    return CaseListFilters(released, methods, tags, dimensions, status, tag, values)
+
+
+def case_list(request: HttpRequest) -> HttpResponse:
+    """Cases, filtered by status, tag and the values of their current assessment (for the
+    public: released cases, by tag and assessment)."""
+    chosen = case_list_filters(request)
+    released, methods, tags, dimensions = (
+        chosen.released,
+        chosen.methods,
+        chosen.tags,
+        chosen.dimensions,
+    )
+    status, tag, values = chosen.status, chosen.tag, chosen.values
     labels = {m.key: m.dimension_labels() for m in methods}
     if released:
         records = public.released_cases(tag=tag, values=values)
@@ -226,6 +255,28 @@ def case_list(request: HttpRequest) -> HttpResponse:
             "tag": tag,
             "dimensions": list(dimensions.values()),
             "filtered": bool(status or tag or values),
+            "csv_query": request.GET.urlencode(),
             "can_edit": request_has_role(request, "analyst"),
         },
     )
+
+
+def case_list_csv(request: HttpRequest) -> StreamingHttpResponse:
+    """Every case the list's filters select (not a page), as the ``cases.csv`` table
+    (docs/exports.md), by key, streamed a batch at a time."""
+    chosen = case_list_filters(request)
+    if chosen.released:
+        entries = public.released_cases(tag=chosen.tag, values=chosen.values).entries
+        batches = released_list_batches(entries)
+    else:
+        visible = access.visible_records(request.user, "case")
+        cases = case_list_filtered(
+            status=chosen.status, tag=chosen.tag, values=chosen.values, cases=visible
+        )
+        batches = working_list_batches("case", cases)
+    response = StreamingHttpResponse(
+        utf8_chunks(list_csv("case", batches, released=chosen.released)),
+        content_type="text/csv; charset=utf-8",
+    )
+    response["Content-Disposition"] = 'attachment; filename="cases.csv"'
+    return response
