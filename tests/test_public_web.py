@@ -92,6 +92,7 @@ def drafted(seeded, seed_bundle, analyst, reviewer):
         figures=[],
         attributions=[],
         relations=[],
+        affected=[],
     )
     record_create(kind="case", user=analyst, document=document, summary="Draft case")
     create_source(analyst, DRAFT_SOURCE, title=draft_text("new source"))
