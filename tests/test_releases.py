@@ -55,6 +55,7 @@ def new_draft_case(user, seed_bundle, key: str) -> int:
         figures=[],
         attributions=[],
         relations=[],
+        affected=[],
     )
     return case_create(user=user, document=document, summary="Draft").revision.number
 
@@ -221,7 +222,7 @@ def test_publish_release_command(seeded, reviewer, capsys):
     call_command("publish_release", user="reviewer", notes="From the command line")
     out = capsys.readouterr().out
     assert f"published release 1: {SEED_RECORDS} changed, 0 unchanged" in out
-    assert "new: case CP22-003 (revision 13)" in out
+    assert f"new: case CP22-003 (revision {latest('case', 'CP22-003')})" in out
     assert Release.objects.get().notes == "From the command line"
 
 
