@@ -774,3 +774,18 @@ def test_search_finds_components_by_name_alias_and_package_url(seeded, analyst, 
     ]
     page = text_of(signed_in(None).get("/?q=nixl").content.decode())
     assert "component" in page and "NIXL" in page
+
+
+@pytest.mark.parametrize("released", [False, True], ids=["working", "released"])
+def test_the_component_list_orders_by_each_of_its_fields(seeded, analyst, reviewer, released):
+    from claimsdb.services.releases import release_publish
+
+    if released:
+        release_publish(user=reviewer, notes="1")
+    client = api_client(None if released else analyst)
+    for ordering in ("key", "-key", "kind", "-revision"):
+        response = client.get(f"/api/v1/components/?ordering={ordering}")
+        assert response.status_code == 200, (ordering, response.content)
+        assert len(body(response)["results"]) == 4
+    by_kind = body(client.get("/api/v1/components/?ordering=kind"))["results"]
+    assert [item["document"]["kind"] for item in by_kind][0] == "project"

@@ -261,7 +261,7 @@ class ComponentListView(RecordListView):
 
     kind = "component"
     filterset_class = filters.ComponentFilter
-    ordering_fields = ["key", "title", "kind", "revision"]
+    ordering_fields = ["key", "kind", "revision"]
 
 
 @schema.record_detail("component")
