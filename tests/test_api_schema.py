@@ -252,7 +252,9 @@ def release_and_edit(reviewer) -> None:
     document = record_document("case", "CP22-003")
     document["title"] = "A draft title"
     case_update(user=reviewer, key="CP22-003", document=document, summary="Draft")
-    document.update(key="CP22-077", claims=[], assessments=[], relations=[], attributions=[])
+    document.update(
+        key="CP22-077", claims=[], assessments=[], relations=[], attributions=[], affected=[]
+    )
     case_create(user=reviewer, document=document, summary="Unreleased case")
 
 

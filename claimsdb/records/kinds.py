@@ -263,7 +263,8 @@ COMPONENT = record_kinds.register(
         write_rank=25,
         write_role="analyst",
         published_status=choices.RecordStatus.ACTIVE,
-        example_key="CMP-MOONCAKE",
+        # named by no case, so that the generic tests may withdraw it (component.in_use)
+        example_key="CMP-SGLANG",
         text_fields=("key", "name", "purl", "homepage"),
         bundle_optional=True,
     )
