@@ -77,6 +77,8 @@ urlpatterns = [
         review_views.RecordCommentsView.as_view(),
         name="review-comments",
     ),
+    path("components/", views.ComponentListView.as_view(), name="component-list"),
+    path("components/<key:key>/", views.ComponentDetailView.as_view(), name="component-detail"),
     path("revisions/", revision_views.RevisionListView.as_view(), name="revision-list"),
     path(
         "revisions/<key:number>/",

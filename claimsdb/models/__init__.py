@@ -8,6 +8,7 @@ from .approvals import Approval
 from .assessments import Assessment, AssessmentMethod
 from .cases import Attribution, Case, CaseTag, Control, Figure, Relation, Unknown
 from .claims import Claim, ClaimIdReservation, EvidenceLink
+from .components import AffectedEntry, Component, ComponentName
 from .drafts import FormDraft
 from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
 from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
@@ -27,6 +28,7 @@ from .webhooks import (
 
 __all__ = [
     "Approval",
+    "AffectedEntry",
     "Assessment",
     "AssessmentMethod",
     "Attribution",
@@ -34,6 +36,8 @@ __all__ = [
     "CaseTag",
     "DeliveryStatus",
     "Claim",
+    "Component",
+    "ComponentName",
     "ClaimIdReservation",
     "Control",
     "EvidenceLink",

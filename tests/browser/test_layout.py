@@ -97,3 +97,19 @@ def test_attribution_figure_ids_are_not_cut_on_a_desktop(seeded_site, new_page):
            }"""
     )
     assert needed <= room, (needed, room)
+
+
+def test_component_pages_and_the_affected_list_fit_a_phone(seeded_site, new_page):
+    """Signed out (the released record) and signed in as an analyst (the editor too)."""
+    publish(User.objects.get(username="reviewer"), notes="Components")
+    paths = ("/components/", "/components/CMP-MOONCAKE/", "/cases/CP22-003/")
+    page = new_page(width=PHONE, height=844, javascript=False)
+    for path in paths:
+        page.goto(f"{seeded_site}{path}")
+        assert scroll_width(page) <= PHONE, path
+    page.goto(f"{seeded_site}/cases/CP22-003/")
+    assert page.locator("#affected li.affected-entry").count() == 3
+    sign_in(page, seeded_site, "analyst")
+    for path in (*paths, "/cases/CP22-003/affected/edit/", "/components/new/"):
+        page.goto(f"{seeded_site}{path}")
+        assert scroll_width(page) <= PHONE, path

@@ -184,6 +184,13 @@ class CaseListFilters:
     status: str
     tag: str
     values: dict[str, str]
+    component: str = ""
+    affected_status: str = ""
+
+    @property
+    def affected(self) -> dict[str, str]:
+        """The component filters, as the case selectors take them."""
+        return {"component": self.component, "affected_status": self.affected_status}
 
 
 def case_list_filters(request: HttpRequest) -> CaseListFilters:
@@ -220,12 +227,19 @@ def case_list_filters(request: HttpRequest) -> CaseListFilters:
             values[key] = chosen
         dimension["chosen"] = values.get(key, "")
         dimension["options"] = list(dimension["values"].items())
-    return CaseListFilters(released, methods, tags, dimensions, status, tag, values)
+    component = request.GET.get("component", "").strip()[:100]
+    affected_status = request.GET.get("affected_status", "")
+    if affected_status not in choices.AffectedStatus.values:
+        affected_status = ""
+    return CaseListFilters(
+        released, methods, tags, dimensions, status, tag, values, component, affected_status
+    )
 
 
 def case_list(request: HttpRequest) -> HttpResponse:
-    """Cases, filtered by status, tag and the values of their current assessment (for the
-    public: released cases, by tag and assessment)."""
+    """Cases, filtered by status, tag, a component and what a case says of it, and the
+    values of their current assessment (for the public: released cases, by tag, component
+    and assessment)."""
     chosen = case_list_filters(request)
     released, methods, tags, dimensions = (
         chosen.released,
@@ -234,13 +248,15 @@ def case_list(request: HttpRequest) -> HttpResponse:
         chosen.dimensions,
     )
     status, tag, values = chosen.status, chosen.tag, chosen.values
+    component, affected_status = chosen.component, chosen.affected_status
+    affected = chosen.affected
     labels = {m.key: m.dimension_labels() for m in methods}
     if released:
-        records = public.released_cases(tag=tag, values=values)
+        records = public.released_cases(tag=tag, values=values, **affected)
         pages = paginate(request, records, noun="case")
         rows = _released_case_rows(pages.items, labels)
     else:
-        cases = case_list_filtered(status=status, tag=tag, values=values)
+        cases = case_list_filtered(status=status, tag=tag, values=values, **affected)
         pages = paginate(request, page_keys(cases), noun="case", load=case_list_rows)
         rows = _working_case_rows(pages.items, labels)
     return render(
@@ -254,7 +270,10 @@ def case_list(request: HttpRequest) -> HttpResponse:
             "tags": tags,
             "tag": tag,
             "dimensions": list(dimensions.values()),
-            "filtered": bool(status or tag or values),
+            "component": component,
+            "affected_status": affected_status,
+            "affected_statuses": choices.AffectedStatus.choices,
+            "filtered": bool(status or tag or values or component or affected_status),
             "csv_query": request.GET.urlencode(),
             "can_edit": request_has_role(request, "analyst"),
         },
@@ -266,12 +285,18 @@ def case_list_csv(request: HttpRequest) -> StreamingHttpResponse:
     (docs/exports.md), by key, streamed a batch at a time."""
     chosen = case_list_filters(request)
     if chosen.released:
-        entries = public.released_cases(tag=chosen.tag, values=chosen.values).entries
+        entries = public.released_cases(
+            tag=chosen.tag, values=chosen.values, **chosen.affected
+        ).entries
         batches = released_list_batches(entries)
     else:
         visible = access.visible_records(request.user, "case")
         cases = case_list_filtered(
-            status=chosen.status, tag=chosen.tag, values=chosen.values, cases=visible
+            status=chosen.status,
+            tag=chosen.tag,
+            values=chosen.values,
+            cases=visible,
+            **chosen.affected,
         )
         batches = working_list_batches("case", cases)
     response = StreamingHttpResponse(
