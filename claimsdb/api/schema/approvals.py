@@ -34,7 +34,7 @@ def record_approvals(kind: str) -> Callable:
             parameters=[openapi.key_parameter(kind)],
             responses={
                 200: openapi.ref("ApprovalReview"),
-                **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+                **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, examples=openapi.QUERY_ERRORS),
             },
         ),
         post=extend_schema(
@@ -74,7 +74,7 @@ APPROVAL_LIST = extend_schema_view(
         auth=openapi.PUBLIC_READ,
         responses={
             200: openapi.ref("Approval"),
-            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, query=True),
+            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, examples=openapi.QUERY_ERRORS),
         },
     ),
 )

@@ -47,7 +47,7 @@ REVIEW_QUEUE = extend_schema_view(
                 "first_waiting_revision, latest_revision, revisions_waiting, waiting_since, "
                 "change, authors, case_status, claim_origins, changes, review_url}]}`",
             ),
-            **openapi.error_responses(*openapi.READ_ERRORS, query=True),
+            **openapi.error_responses(*openapi.READ_ERRORS, examples=openapi.QUERY_ERRORS),
         },
     ),
 )
@@ -62,7 +62,7 @@ REVIEW_COMMENTS = extend_schema_view(
         parameters=[KIND, KEY],
         responses={
             200: OpenApiResponse(response=OpenApiTypes.OBJECT, description="`{results: [...]}`"),
-            **openapi.error_responses(*openapi.READ_ERRORS, query=True),
+            **openapi.error_responses(*openapi.READ_ERRORS, examples=openapi.QUERY_ERRORS),
         },
     ),
     post=extend_schema(

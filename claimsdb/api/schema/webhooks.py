@@ -170,18 +170,11 @@ ID_PARAMETER = OpenApiParameter(
 DELIVERY_PARAMETER = OpenApiParameter(
     "delivery", OpenApiTypes.INT, OpenApiParameter.PATH, description="the delivery's id"
 )
-REFUSED_URL = (
-    "The change was refused",
-    "webhook.url_refused",
-    "the host hooks.internal resolves to 10.0.0.7, a private address: receivers must be at "
-    "public addresses (WEBHOOKS_ALLOW_PRIVATE allows others)",
-    "url",
-)
 TAGS = ["webhooks"]
 
 
-def _errors(*statuses: int) -> dict[int, OpenApiResponse]:
-    return openapi.error_responses(*statuses, bad_request=REFUSED_URL)
+def _errors(*statuses: int) -> dict[tuple[int, str], OpenApiResponse]:
+    return openapi.error_responses(*statuses, family="webhook")
 
 
 SUBSCRIPTION_LIST = extend_schema_view(
