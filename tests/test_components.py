@@ -31,6 +31,7 @@ from .support import (
     api_client,
     body,
     field_block,
+    publish,
     signed_in,
     state,
     submit,
@@ -613,9 +614,8 @@ def test_the_component_page_lists_the_cases_and_a_timeline_in_scheme_order(seede
 
 
 def test_the_public_sees_the_released_components_and_cases(seeded, reviewer):
-    from claimsdb.services.releases import release_publish
 
-    release_publish(user=reviewer, notes="First")
+    publish(reviewer, notes="First")
     visitor = signed_in(None)
     page = text_of(visitor.get("/components/CMP-MOONCAKE/").content.decode())
     assert "CP22-003" in page
@@ -627,7 +627,6 @@ def test_the_public_sees_the_released_components_and_cases(seeded, reviewer):
 
 @pytest.mark.parametrize("released", [False, True], ids=["working", "released"])
 def test_the_case_lists_filter_by_component_and_status(seeded, analyst, reviewer, released):
-    from claimsdb.services.releases import release_publish
 
     document = record_document("case", "CP22-002")
     document["affected"] = [entry("CMP-NIXL", status="under_investigation", claims=[])]
@@ -636,7 +635,7 @@ def test_the_case_lists_filter_by_component_and_status(seeded, analyst, reviewer
         document = record_document("case", "CP22-002")
         document["status"] = "ready"
         case_update(user=reviewer, key="CP22-002", document=document, summary="Ready")
-        release_publish(user=reviewer, notes="Both")
+        publish(reviewer, notes="Both")
     client = api_client(None if released else analyst)
 
     def keys(query: str) -> list[str]:
@@ -753,7 +752,6 @@ def test_case_and_component_pages_cost_the_same_however_many_ranges_and_cases(
 
 def test_search_finds_components_by_name_alias_and_package_url(seeded, analyst, reviewer):
     from claimsdb.search import search
-    from claimsdb.services.releases import release_publish
 
     component_create(
         user=analyst,
@@ -768,7 +766,7 @@ def test_search_finds_components_by_name_alias_and_package_url(seeded, analyst, 
         hits = search(query, released=False, kind="component")
         assert key in [hit.key for hit in hits.page], query
     assert search("LMCache", released=True).counts["component"] == 0
-    release_publish(user=reviewer, notes="With components")
+    publish(reviewer, notes="With components")
     assert [h.key for h in search("LMCache", released=True, kind="component").page] == [
         "CMP-LMCACHE"
     ]
@@ -778,10 +776,9 @@ def test_search_finds_components_by_name_alias_and_package_url(seeded, analyst, 
 
 @pytest.mark.parametrize("released", [False, True], ids=["working", "released"])
 def test_the_component_list_orders_by_each_of_its_fields(seeded, analyst, reviewer, released):
-    from claimsdb.services.releases import release_publish
 
     if released:
-        release_publish(user=reviewer, notes="1")
+        publish(reviewer, notes="1")
     client = api_client(None if released else analyst)
     for ordering in ("key", "-key", "kind", "-revision"):
         response = client.get(f"/api/v1/components/?ordering={ordering}")

@@ -28,9 +28,8 @@ from claimsdb.records import record_document
 from claimsdb.records import stream as record_stream
 from claimsdb.records.kinds import record_kinds
 from claimsdb.services import bundle_load
-from claimsdb.services.releases import release_publish
 
-from .support import ROOT, case_doc, edit_case, new_case, queries_of
+from .support import ROOT, case_doc, edit_case, new_case, publish, queries_of
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +59,7 @@ def pin_times() -> None:
 @pytest.fixture
 def seed_release(seeded, reviewer) -> Release:
     """Release 1 of the seed, its times pinned."""
-    release_publish(user=reviewer, notes="The seed: CP22-002 and CP22-003.")
+    publish(reviewer, notes="The seed: CP22-002 and CP22-003.")
     pin_times()
     return Release.objects.get(number=1)
 
@@ -219,7 +218,7 @@ def test_a_later_release_keeps_identities_and_revokes_the_withdrawn(
     claims[2]["status"] = "withdrawn"
     claims[2]["status_note"] = "superseded"
     edit_case(reviewer, "CP22-003", "Withdraw a claim", claims=claims)
-    release_publish(user=reviewer, notes="2")
+    publish(reviewer, notes="2")
     pin_times()
     bundle = json.loads(export(2, "stix", tmp_path))
     errors, warnings = validation(bundle)
@@ -460,12 +459,12 @@ def peak(command: Callable[[], object]) -> int:
 def test_memory_follows_the_batch_size_not_the_release(seeded, seed_bundle, reviewer, tmp_path):
     small, large = 20, 80
     add_cases(reviewer, seed_bundle, 1, small)
-    release_publish(user=reviewer, notes="small")
+    publish(reviewer, notes="small")
     for command in exports(tmp_path).values():
         command()  # imports and caches warmed up
     small_peaks = {name: peak(command) for name, command in exports(tmp_path).items()}
     add_cases(reviewer, seed_bundle, 1 + small, large - small)
-    release_publish(user=reviewer, notes="large")
+    publish(reviewer, notes="large")
     large_peaks = {name: peak(command) for name, command in exports(tmp_path).items()}
     for name in small_peaks:
         assert large_peaks[name] <= 1.5 * small_peaks[name], (name, small_peaks, large_peaks)
@@ -484,7 +483,7 @@ def test_queries_per_batch_are_fixed(seeded, seed_bundle, reviewer, tmp_path):
     for batches in (1, 2, 3):
         add_cases(reviewer, seed_bundle, added + 1, batches * BATCH - 2 - added)
         added = batches * BATCH - 2
-        release_publish(user=reviewer, notes=str(batches))
+        publish(reviewer, notes=str(batches))
         for name, command in exports(tmp_path).items():
             counts[name].append(queries_of(command))
     for name, (one, two, three) in counts.items():

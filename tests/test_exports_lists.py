@@ -15,9 +15,8 @@ from django.core.management import call_command
 
 from claimsdb.exports import lists
 from claimsdb.services import bundle_load
-from claimsdb.services.releases import release_publish
 
-from .support import new_case, queries_of, signed_in, token_client
+from .support import new_case, publish, queries_of, signed_in, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +35,7 @@ def keys(rows: list[dict[str, str]], column: str = "key") -> list[str]:
 
 @pytest.fixture
 def released(seeded, reviewer):
-    release_publish(user=reviewer, notes="1")
+    publish(reviewer, notes="1")
     # a draft the public does not see
     bundle_load(
         user=reviewer,
@@ -132,7 +131,7 @@ def test_queries_per_batch_are_fixed(seeded, reviewer, viewer, monkeypatch, who,
             },
             summary="More cases",
         )
-        release_publish(user=reviewer, notes=str(added))
+        publish(reviewer, notes=str(added))
 
         def download():
             return table(client.get(url))
@@ -165,7 +164,7 @@ def test_memory_follows_the_batch_not_the_list(seeded, reviewer, viewer, monkeyp
             },
             summary="More cases",
         )
-        release_publish(user=reviewer, notes=str(start))
+        publish(reviewer, notes=str(start))
 
     def peak(client) -> int:
         tracemalloc.start()

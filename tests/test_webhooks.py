@@ -17,12 +17,11 @@ from standardwebhooks import Webhook
 from claimsdb.codes import WebhookCode
 from claimsdb.models import Revision, WebhookAttempt, WebhookDelivery
 from claimsdb.records import RuleViolations
-from claimsdb.services.releases import release_publish
 from claimsdb.webhooks import fanout
 from claimsdb.webhooks.delivery import enqueue_due, redeliver, send
 from claimsdb.webhooks.subscriptions import subscription_create
 
-from .support import create_source, edit_case
+from .support import create_source, edit_case, publish
 from .webhook_receiver import free_port, receiving
 
 CASE = "CP22-003"
@@ -140,7 +139,7 @@ def test_a_rolled_back_write_sends_nothing(seeded, reviewer, private_allowed):
 def test_a_release_is_delivered_with_the_head_it_was_taken_at(seeded, reviewer, private_allowed):
     with receiving() as receiver:
         subscription = subscribe(reviewer, receiver.url, events=["release.published"])
-        release = release_publish(user=reviewer, notes="First release")
+        release = publish(reviewer, notes="First release")
         work()
         payload = Webhook(subscription.secret).verify(
             receiver.received[0].body, receiver.received[0].headers
@@ -308,7 +307,7 @@ def test_filters_narrow_what_is_delivered(seeded, reviewer, private_allowed):
     source = create_source(reviewer, "SRC-WEBHOOK-TEST")
     titled = edit_case(reviewer, CASE, summary="Title", title="Retitled")
     tagged = edit_case(reviewer, "CP22-002", summary="Tag", tags=["webhook-test"])
-    release = release_publish(user=reviewer, notes="A release")
+    release = publish(reviewer, notes="A release")
     fanout.fan_out()
 
     def got(subscription):
