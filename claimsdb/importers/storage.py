@@ -82,6 +82,9 @@ def create_scenarios(run: ReproductionRun, parsed: ParsedRun) -> dict[str, Repro
             checksum_mismatches=s.checksum_mismatches,
             wrong_outputs=s.wrong_outputs,
             outcome=s.outcome,
+            backend_version=s.backend_version,
+            backend_commit=s.backend_commit,
+            backend_purl=s.backend_purl,
             stored_rows=s.trials if stored else 0,
         )
         for position, s in enumerate(parsed.scenario_summaries)

@@ -96,6 +96,11 @@ class ScenarioStatsSerializer(serializers.Serializer):
     position = serializers.IntegerField()
     id = serializers.CharField()
     backend = serializers.CharField()
+    backend_version = serializers.CharField(
+        allow_null=True, help_text="the backend's version as the file states it (repro-results/1.1)"
+    )
+    backend_commit = serializers.CharField(allow_null=True)
+    backend_purl = serializers.CharField(allow_null=True, help_text="a Package URL")
     mitigations = serializers.ListField(child=serializers.CharField())
     mitigated = serializers.BooleanField()
     free_list_order = serializers.CharField()
@@ -350,6 +355,9 @@ _STATS_EXAMPLE = {
     "position": 0,
     "id": "mooncake-none-lifo",
     "backend": "mooncake",
+    "backend_version": None,
+    "backend_commit": None,
+    "backend_purl": None,
     "mitigations": [],
     "mitigated": False,
     "free_list_order": "lifo",
