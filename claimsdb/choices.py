@@ -13,6 +13,7 @@ RULE_KEY_PATTERN = r"^RULE-[A-Z0-9]+(-[A-Z0-9]+)*$"
 CLAIM_ID_PATTERN = r"^CLM-[A-Z0-9]+(-[A-Z0-9]+)*$"
 FIGURE_ID_PATTERN = r"^FIG-[A-Z0-9]+(-[A-Z0-9]+)*$"
 METHOD_KEY_PATTERN = r"^[a-z0-9]+([._-][a-z0-9]+)*/[1-9][0-9]*$"
+COMPONENT_KEY_PATTERN = r"^CMP-[A-Z0-9]+(-[A-Z0-9]+)*$"
 
 _PARTS = "capital letters and digits in parts joined by single hyphens (no spaces, no underscores)"
 # Each key and ID pattern in words, with an example: what a refusal says instead of the regex.
@@ -22,6 +23,7 @@ PATTERN_WORDS = {
     RULE_KEY_PATTERN: f"a rule key: RULE- then {_PARTS}, e.g. RULE-CP22-002-RESPONSES-NOT-CP22-003",
     CLAIM_ID_PATTERN: f"a claim ID: CLM- then {_PARTS}, e.g. CLM-CP22-003-A",
     FIGURE_ID_PATTERN: f"a figure ID: FIG- then {_PARTS}, e.g. FIG-CP22-002-RESPONSES",
+    COMPONENT_KEY_PATTERN: f"a component key: CMP- then {_PARTS}, e.g. CMP-MOONCAKE",
     METHOD_KEY_PATTERN: (
         "a method key: a lowercase name (parts joined by '.', '_' or '-'), a slash and a "
         "version number, e.g. diggingbeagle.assessment/1"
@@ -130,6 +132,41 @@ class RelationKind(models.TextChoices):
 SYMMETRIC_RELATIONS = frozenset({RelationKind.SAME_EVENT, RelationKind.RELATED_DISTINCT})
 
 
+class ComponentKind(models.TextChoices):
+    """What a component is: the software, models, services and hardware cases are about."""
+
+    PROJECT = "project", "project"
+    LIBRARY = "library", "library"
+    TRANSFER_BACKEND = "transfer_backend", "transfer backend"
+    MODEL = "model", "model"
+    SERVICE = "service", "service"
+    HARDWARE = "hardware", "hardware"
+
+
+class ComponentRelationKind(models.TextChoices):
+    # Two component records that turn out to name one thing: related, never merged, so
+    # the decision can be undone by removing the relation.
+    SAME_COMPONENT = "same_component", "same component"
+
+
+class AffectedStatus(models.TextChoices):
+    """What a case says of a component (OSV's and CSAF's product statuses, in their words)."""
+
+    AFFECTED = "affected", "affected"
+    FIXED = "fixed", "fixed"
+    NOT_AFFECTED = "not_affected", "not affected"
+    UNDER_INVESTIGATION = "under_investigation", "under investigation"
+
+
+class RangeEvent(models.TextChoices):
+    """The events of a version range, in OSV's form (``affected[].ranges[].events``)."""
+
+    INTRODUCED = "introduced", "introduced"
+    FIXED = "fixed", "fixed"
+    LAST_AFFECTED = "last_affected", "last affected"
+    LIMIT = "limit", "limit"
+
+
 class RuleKind(models.TextChoices):
     NON_ATTRIBUTION = "non_attribution", "non-attribution"
 
@@ -139,6 +176,7 @@ class RecordKind(models.TextChoices):
     SOURCE = "source", "source"
     RULE = "rule", "scope rule"
     METHOD = "method", "assessment method"
+    COMPONENT = "component", "component"
 
 
 class RevisionAction(models.TextChoices):

@@ -279,6 +279,73 @@ class MethodCode(Code):
     )
 
 
+class ComponentCode(Code):
+    """Component records: their Package URL, names and relations."""
+
+    PURL_INVALID = (
+        "component.purl_invalid",
+        "a component's `purl` is not a Package URL (checked by packageurl-python)",
+    )
+    ALIAS_DUPLICATE = (
+        "component.alias_duplicate",
+        "an alias listed twice or empty, or the component's own name listed as an alias "
+        "(spelt alike)",
+    )
+    RELATION_UNKNOWN = (
+        "component.relation_unknown",
+        "a relation names a component that does not exist (or the component itself)",
+    )
+    RELATION_DUPLICATE = (
+        "component.relation_duplicate",
+        "the same relation to a component listed twice",
+    )
+    IN_USE = (
+        "component.in_use",
+        "a component that cases' affected entries name cannot be withdrawn: change those "
+        "entries first (the message names the cases)",
+    )
+
+
+class AffectedCode(Code):
+    """A case's affected components (its `affected` list)."""
+
+    COMPONENT_UNKNOWN = (
+        "affected.component_unknown",
+        "an affected entry names a component that does not exist",
+    )
+    COMPONENT_WITHDRAWN = (
+        "affected.component_withdrawn",
+        "an affected entry names a withdrawn component",
+    )
+    COMPONENT_DUPLICATE = (
+        "affected.component_duplicate",
+        "the same component has two affected entries in one case (one entry lists every range)",
+    )
+    EVIDENCE_REQUIRED = (
+        "affected.evidence_required",
+        "an entry other than `under_investigation` names no claim of this case that is "
+        "supported (or partially supported)",
+    )
+    EVIDENCE_WITHDRAWN = (
+        "affected.evidence_withdrawn",
+        "every claim an entry names is withdrawn: a withdrawn claim cannot be the only evidence",
+    )
+    CLAIM_FOREIGN = (
+        "affected.claim_foreign",
+        "an entry names a claim that is not a claim of this case",
+    )
+    RANGE_INVALID = (
+        "affected.range_invalid",
+        "a range is not well-formed or not ordered in the component's version scheme: "
+        "an `introduced` first, `fixed` or `last_affected` (not both) alternating with it in "
+        "increasing versions, `limit` last, every version valid in the scheme",
+    )
+    VERSION_INVALID = (
+        "affected.version_invalid",
+        "an explicit version is not a version of the component's scheme, or is listed twice",
+    )
+
+
 class ReproCode(Code):
     """A reproduction-results file (repro-results/1), reported by the importer with the JSON
     path into the file (``scenarios[2].late_writes_landed``)."""
@@ -537,6 +604,8 @@ FAMILIES: tuple[type[Code], ...] = (
     ScopeCode,
     RuleCode,
     MethodCode,
+    ComponentCode,
+    AffectedCode,
     ReproCode,
     ImportCode,
     ImportNowCode,

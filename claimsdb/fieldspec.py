@@ -33,6 +33,9 @@ class Field:
     fields: dict[str, Field] = field(default_factory=dict)
     optional_default: Any = None  # set for the few additive fields older documents may omit
     optional: bool = False  # may be left out, and then stays out (no default is filled in)
+    # an optional list that is left out when empty: a field added to a format whose older
+    # documents (and their snapshots in the ledger) do not have it stays out of them
+    omit_empty: bool = False
     normalize: Callable[[Any], Any] | None = None
     max_length: int | None = None
     # the value in words, as a message names it: what an object is ("a GPU"), what a valid

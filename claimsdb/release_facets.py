@@ -39,6 +39,9 @@ def revision_fields(kind: str, document: dict[str, Any]) -> dict[str, str]:
     if kind == "source":
         fields["kind"] = _text(document.get("kind"))
         fields["reliability"] = _text(document.get("reliability"))
+    if kind == "component":
+        fields["title"] = _text(document.get("name"))
+        fields["kind"] = _text(document.get("kind"))
     if kind == "rule":
         fields["case"] = _text(document.get("case"))
         fields["figure"] = _text(document.get("figure"))
@@ -47,6 +50,8 @@ def revision_fields(kind: str, document: dict[str, Any]) -> dict[str, str]:
     if kind == "case":
         texts += [_text(tag) for tag in document.get("tags") or []]
         texts += [_text(claim.get("statement")) for claim in document.get("claims") or []]
+    if kind == "component":
+        texts += [_text(alias) for alias in document.get("aliases") or []]
     fields["text"] = TEXT_SEPARATOR.join(text.casefold() for text in texts)
     return fields
 
@@ -60,6 +65,13 @@ def revision_terms(kind: str, document: dict[str, Any]) -> list[tuple[str, str, 
     related = {r.get("case") for r in document.get("relations") or [] if r.get("case")}
     terms += [("related", other, 0) for other in sorted(related)]
     figures = {f.get("id") for f in document.get("figures") or [] if f.get("id")}
+    # the components the case names, alone and with what it says of each (``CMP-X:fixed``)
+    affected = [a for a in document.get("affected") or [] if a.get("component")]
+    terms += [("component", c, 0) for c in sorted({a["component"] for a in affected})]
+    terms += [
+        ("component_status", s, 0)
+        for s in sorted({f"{a['component']}:{a.get('status')}" for a in affected})
+    ]
     terms += [("figure", figure, 0) for figure in sorted(figures)]
     # every cited source is a term (its "Cited by" lists withdrawn claims too); the number
     # counts the links of claims not withdrawn

@@ -7,6 +7,7 @@ input kept for its user, not a record), written by ``claimsdb/web/stash.py``.
 from .assessments import Assessment, AssessmentMethod
 from .cases import Attribution, Case, CaseTag, Control, Figure, Relation, Unknown
 from .claims import Claim, ClaimIdReservation, EvidenceLink
+from .components import AffectedEntry, Component, ComponentName
 from .drafts import FormDraft
 from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
 from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
@@ -16,12 +17,15 @@ from .search import SearchEntry, SearchKind, SearchScope
 from .sources import Source
 
 __all__ = [
+    "AffectedEntry",
     "Assessment",
     "AssessmentMethod",
     "Attribution",
     "Case",
     "CaseTag",
     "Claim",
+    "Component",
+    "ComponentName",
     "ClaimIdReservation",
     "Control",
     "EvidenceLink",

@@ -1,6 +1,6 @@
 """Case documents, built from plain rows: the one builder of a case's document.
 
-A case's document gathers rows of ten tables (claims and their evidence links,
+A case's document gathers rows of eleven tables (claims and their evidence links,
 assessments, figures, relations…). They are read with one ``values_list`` query per table
 for a whole batch of cases, ordered as the models order them, with no model instance per
 row: one case (a record page, the write path), a page of cases (the API's lists) and an
@@ -22,6 +22,7 @@ from django.db.models.expressions import RawSQL
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
 from claimsdb.models import (
+    AffectedEntry,
     Assessment,
     Attribution,
     Case,
@@ -86,6 +87,9 @@ BATCH_QUERIES: dict[str, tuple[type[Model], Callable[[Any], QuerySet]]] = {
             .order_by()
             .values_list(*RELATION_FIELDS)
         )),
+    "affected": _positioned(
+        AffectedEntry, "component__key", "status", "ranges", "versions", "claims", "note"
+    ),
     "runs": (ReproductionRun, lambda ids: ReproductionRun.objects.filter(case_id__in=ids)
         .values_list("case_id", "summary")),
 }  # fmt: skip
@@ -93,7 +97,7 @@ BATCH_QUERIES: dict[str, tuple[type[Model], Callable[[Any], QuerySet]]] = {
 
 def case_documents(cases: Sequence[Case]) -> list[dict[str, Any]]:
     """The documents of ``cases`` (rows with at least ``CASE_FIELDS``), in their order:
-    ten queries, whatever the cases hold."""
+    eleven queries, whatever the cases hold."""
     batch_ids = [case.pk for case in cases]
 
     def rows(name: str) -> dict[int, list[tuple]]:
@@ -120,6 +124,7 @@ def case_documents(cases: Sequence[Case]) -> list[dict[str, Any]]:
         if other_id in batch and kind in SYMMETRIC_RELATIONS:
             relations_in[other_id].append((case_key, kind, note))
     runs = rows("runs")
+    affected = rows("affected")
 
     documents = []
     for case in cases:
@@ -216,6 +221,18 @@ def case_documents(cases: Sequence[Case]) -> list[dict[str, Any]]:
                 ),
             }
         )
+        if affected[case.pk]:  # present only when the case names a component (schema.CASE)
+            documents[-1]["affected"] = [
+                {
+                    "component": component,
+                    "status": status,
+                    "ranges": ranges,
+                    "versions": versions,
+                    "claims": entry_claims,
+                    "note": note,
+                }
+                for component, status, ranges, versions, entry_claims, note in affected[case.pk]
+            ]
     return documents
 
 
@@ -238,7 +255,7 @@ def batch_values(
 
     On PostgreSQL the query is put together and compiled once (per thread and database),
     then run again with each batch's ids in its one array parameter: reading one case
-    spends more in the ORM putting its ten queries together than in running them. The
+    spends more in the ORM putting its eleven queries together than in running them. The
     query still goes through the connection's cursor (counted, logged, wrapped), and its
     rows through the compiler's converters (JSON, dates, decimals), as the query set's own
     would."""

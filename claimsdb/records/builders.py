@@ -1,4 +1,5 @@
-"""Source, scope-rule and method rows → their canonical documents (docs/record-format.md).
+"""Source, scope-rule, method and component rows → their canonical documents
+(docs/record-format.md).
 
 Each of these records is one row, so its document is built from the row alone. A case's
 document gathers rows of ten tables; it is built a batch at a time, from plain rows, in
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from claimsdb.models import AssessmentMethod, ScopeRule, Source
+from claimsdb.models import AssessmentMethod, Component, ScopeRule, Source
 
 
 def source_document(source: Source) -> dict[str, Any]:
@@ -49,6 +50,21 @@ def method_document(method: AssessmentMethod) -> dict[str, Any]:
         "dimensions": method.dimensions,
         "impact": method.impact,
         "status": method.status,
+    }
+
+
+def component_document(component: Component) -> dict[str, Any]:
+    return {
+        "format": "claimsdb.component/1",
+        "key": component.key,
+        "name": component.name,
+        "kind": component.kind,
+        "purl": component.purl,
+        "version_scheme": component.version_scheme,
+        "homepage": component.homepage,
+        "aliases": list(component.aliases),
+        "relations": [dict(relation) for relation in component.relations],
+        "status": component.status,
     }
 
 

@@ -29,11 +29,17 @@ from typing import Any
 from django.db.models import Model, QuerySet
 
 from claimsdb import choices
-from claimsdb.models import AssessmentMethod, Case, ScopeRule, Source
+from claimsdb.models import AssessmentMethod, Case, Component, ScopeRule, Source
 
 from . import schema
 from .batched import CASE_FIELDS, case_documents
-from .builders import method_document, row_by_row, rule_document, source_document
+from .builders import (
+    component_document,
+    method_document,
+    row_by_row,
+    rule_document,
+    source_document,
+)
 
 DocumentBuilder = Callable[[Sequence[Any]], list[dict[str, Any]]]
 
@@ -102,7 +108,7 @@ class RecordKind:
 
     def read(self, keys: Collection[str]) -> dict[str, dict[str, Any]]:
         """The live documents of the records among ``keys`` that exist, by key: a fixed
-        number of queries however many keys (one for most kinds, eleven for cases)."""
+        number of queries however many keys (one for most kinds, twelve for cases)."""
         if not keys:
             return {}
         rows = list(self.rows().filter(key__in=set(keys)))
@@ -239,5 +245,22 @@ METHOD = record_kinds.register(
         published_status=choices.RecordStatus.ACTIVE,
         example_key="diggingbeagle.assessment/1",
         keys_hold_slashes=True,
+    )
+)
+COMPONENT = record_kinds.register(
+    RecordKind(
+        choice=choices.RecordKind.COMPONENT,
+        format="claimsdb.component/1",
+        plural="components",
+        model=Component,
+        schema=schema.COMPONENT,
+        build=row_by_row(component_document),
+        row_fields=(),
+        # after sources, before the cases whose affected entries name components
+        write_rank=25,
+        write_role="analyst",
+        published_status=choices.RecordStatus.ACTIVE,
+        example_key="CMP-MOONCAKE",
+        text_fields=("key", "name", "purl", "homepage"),
     )
 )

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from claimsdb import choices
+from claimsdb import choices, versions
 from claimsdb.codes import ClaimCode, DocumentCode, FigureCode, RecordCode, SourceCode
 from claimsdb.fieldspec import Field
 from claimsdb.limits import TEXT_MAX_CHARS
@@ -139,6 +139,18 @@ FIGURE = obj(
     claims=list_of(Field("str")),
 )
 
+# One entry of a case's ``affected`` list (docs/record-format.md): the field rules check
+# the component, the ranges and versions in its scheme, and the claims
+# (rules/components.py).
+AFFECTED = obj(
+    component=pattern(choices.COMPONENT_KEY_PATTERN, DocumentCode.INVALID_VALUE),
+    status=enum(choices.AffectedStatus.values),
+    ranges=list_of(obj(events=list_of(Field("mapping", item=Field("str", max_length=200))))),
+    versions=list_of(Field("str", max_length=200)),
+    claims=list_of(Field("str")),
+    note=text(),
+)
+
 CASE = obj(
     format=enum(["claimsdb.case/1"], DocumentCode.FORMAT),
     key=pattern(choices.CASE_KEY_PATTERN, RecordCode.KEY_FORMAT, choices.KEY_MAX_LENGTH),
@@ -165,6 +177,9 @@ CASE = obj(
     reproduction_runs=list_of(
         Field("object_any"), normalize=lambda runs: sorted(runs, key=lambda r: str(r.get("run_id")))
     ),
+    # added after the first documents: present only when the case names a component, so
+    # the documents (and snapshots) of cases that name none are as they were
+    affected=Field("list", item=AFFECTED, optional=True, omit_empty=True),
 )
 
 SOURCE = obj(
@@ -215,6 +230,26 @@ METHOD = obj(
         definitions=Field("mapping", item=Field("str"), optional=True),
     ),
     status=Field("enum", values=tuple(choices.RecordStatus.values), optional_default="active"),
+)
+
+COMPONENT = obj(
+    format=enum(["claimsdb.component/1"], DocumentCode.FORMAT),
+    key=pattern(choices.COMPONENT_KEY_PATTERN, RecordCode.KEY_FORMAT, choices.KEY_MAX_LENGTH),
+    name=text(300),
+    kind=enum(choices.ComponentKind.values),
+    purl=text(1000),
+    version_scheme=enum(versions.SCHEME_NAMES),
+    homepage=Field("url", max_length=2000),
+    aliases=list_of(Field("str", max_length=300)),
+    relations=list_of(
+        obj(
+            component=pattern(choices.COMPONENT_KEY_PATTERN, DocumentCode.INVALID_VALUE),
+            kind=enum(choices.ComponentRelationKind.values),
+            note=text(),
+        ),
+        normalize=lambda items: sorted(items, key=lambda r: (r["component"], r["kind"])),
+    ),
+    status=enum(choices.RecordStatus.values),
 )
 
 # Each kind's declaration is named by its entry in the registry (records/kinds.py).
@@ -389,7 +424,10 @@ def check(spec: Field, value: Any, path: str, problems: Problems) -> Any:
                     )
                 )
                 continue
-            result[name] = check(field_spec, value[name], join(path, name), problems)
+            checked = check(field_spec, value[name], join(path, name), problems)
+            if field_spec.omit_empty and checked == []:
+                continue
+            result[name] = checked
         for name in value:
             if name not in spec.fields:
                 problems.append(

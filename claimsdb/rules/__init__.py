@@ -3,7 +3,7 @@
 See ``registry`` for how they are registered and run.
 """
 
-from . import fields, scope  # noqa: F401  (registers the rules)
+from . import components, fields, scope  # noqa: F401  (registers the rules)
 from .registry import FIELD_RULES, SCOPE_RULES, run_field_rules, run_scope_rules
 from .state import ScopeState
 

@@ -14,6 +14,7 @@ from claimsdb.models import (
     Case,
     Claim,
     ClaimIdReservation,
+    Component,
     Figure,
     ScopeRule,
     Source,
@@ -40,6 +41,34 @@ class DocumentContext:
     figures_in_use: dict[str, str] = field(default_factory=dict)
     current_runs: list[dict[str, Any]] | None = None
     method_in_use: bool = False
+    # component key → what the rules need of it, for the components the document names
+    components: dict[str, ComponentFacts] = field(default_factory=dict)
+    # a component being withdrawn: the cases whose affected entries name it
+    component_cases: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ComponentFacts:
+    """What a field rule needs of a component a document names."""
+
+    status: str
+    version_scheme: str
+
+    @classmethod
+    def of(cls, document: dict[str, Any]) -> ComponentFacts:
+        return cls(document["status"], document["version_scheme"])
+
+
+def component_facts(keys: set[str]) -> dict[str, ComponentFacts]:
+    """The components among ``keys`` that exist: one query (none for no keys)."""
+    if not keys:
+        return {}
+    return {
+        key: ComponentFacts(status, scheme)
+        for key, status, scheme in Component.objects.filter(key__in=keys).values_list(
+            "key", "status", "version_scheme"
+        )
+    }
 
 
 def case_context(
@@ -69,6 +98,7 @@ class _CaseRefs:
     sources: set[str]
     methods: set[str]
     cases: set[str]
+    components: set[str]
 
     @classmethod
     def of(cls, document: dict[str, Any]) -> _CaseRefs:
@@ -81,6 +111,7 @@ class _CaseRefs:
             | {s for a in document["assessments"] for s in a["evidence_basis"]["sources"]},
             methods={a["method"] for a in document["assessments"]},
             cases={r["case"] for r in document["relations"]},
+            components={a["component"] for a in document.get("affected", [])},
         )
 
 
@@ -92,6 +123,7 @@ def case_contexts(requests: list[CaseContextRequest]) -> list[DocumentContext]:
     sources = set(Source.objects.filter(key__in=every.sources).values_list("key", flat=True))
     methods = {m.key: m for m in AssessmentMethod.objects.filter(key__in=every.methods)}
     cases = set(Case.objects.filter(key__in=every.cases).values_list("key", flat=True))
+    components = component_facts(every.components)
     reserved = dict(
         ClaimIdReservation.objects.filter(claim_id__in=every.claim_ids).values_list(
             "claim_id", "case_key"
@@ -119,6 +151,7 @@ def case_contexts(requests: list[CaseContextRequest]) -> list[DocumentContext]:
         context.sources = own.sources & sources
         context.methods = {k: methods[k] for k in own.methods if k in methods}
         context.cases = own.cases & cases
+        context.components = {k: components[k] for k in own.components if k in components}
         context.reserved_claims = {c: reserved[c] for c in own.claim_ids if c in reserved}
         context.live_claims = {c: live[c] for c in own.claim_ids | own.figure_claims if c in live}
         context.figures = {f: figures[f] for f in own.figure_refs if f in figures}
@@ -131,7 +164,15 @@ def case_contexts(requests: list[CaseContextRequest]) -> list[DocumentContext]:
     return contexts
 
 
-_REF_FIELDS = ("claim_ids", "figure_refs", "figure_claims", "sources", "methods", "cases")
+_REF_FIELDS = (
+    "claim_ids",
+    "figure_refs",
+    "figure_claims",
+    "sources",
+    "methods",
+    "cases",
+    "components",
+)
 
 
 def _figures_in_use(case_keys: set[str]) -> dict[str, list[tuple[str, str]]]:

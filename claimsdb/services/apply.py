@@ -12,6 +12,7 @@ from django.utils import timezone
 from claimsdb.choices import SYMMETRIC_RELATIONS
 from claimsdb.lookalike import skeleton
 from claimsdb.models import (
+    AffectedEntry,
     Assessment,
     AssessmentMethod,
     Attribution,
@@ -19,6 +20,8 @@ from claimsdb.models import (
     CaseTag,
     Claim,
     ClaimIdReservation,
+    Component,
+    ComponentName,
     Control,
     EvidenceLink,
     Figure,
@@ -75,6 +78,44 @@ def apply_sources(documents: list[dict[str, Any]]) -> None:
         },
     )
     search_index.index_sources(documents)
+
+
+def apply_components(documents: list[dict[str, Any]]) -> None:
+    pks = _upsert(
+        Component,
+        {
+            d["key"]: {
+                "name": d["name"],
+                "kind": d["kind"],
+                "purl": d["purl"],
+                "version_scheme": d["version_scheme"],
+                "homepage": d["homepage"],
+                "aliases": d["aliases"],
+                "relations": d["relations"],
+                "status": d["status"],
+            }
+            for d in documents
+        },
+    )
+    if not pks:
+        return
+    # the names that find a component (``ComponentName``): rewritten with its document
+    _delete(ComponentName, "component_id", list(pks.values()))
+    insert_tuples(
+        ComponentName,
+        ("component", "name"),
+        [
+            (pks[d["key"]], name)
+            for d in documents
+            for name in sorted({component_name(n) for n in [d["name"], *d["aliases"]]} - {""})
+        ],
+    )
+
+
+def component_name(name: str) -> str:
+    """A name as ``ComponentName`` keeps it and lookups compare it: case-folded, its
+    spaces collapsed (``Mooncake`` and ``mooncake`` are one name)."""
+    return " ".join(name.casefold().split())[:300]
 
 
 def apply_rules(documents: list[dict[str, Any]]) -> None:
@@ -227,6 +268,7 @@ def apply_case_contents(
             ],
         )
     _apply_figures(cases, *changed("figures"))
+    _apply_affected(cases, documents, current)
     _restore_runs(cases, [d for d in documents if current[d["key"]] is None])
     search_index.index_cases(
         [
@@ -440,6 +482,49 @@ def _apply_figures(cases: dict[str, int], documents: list[dict[str, Any]], old: 
     if changed:
         Figure.objects.bulk_update(changed, _FIGURE_FIELDS, batch_size=_BULK)
     insert_tuples(Figure, ("case", "figure_id", "id_skeleton", *_FIGURE_FIELDS), created)
+
+
+def _apply_affected(
+    cases: dict[str, int],
+    documents: list[dict[str, Any]],
+    current: dict[str, dict[str, Any] | None],
+) -> None:
+    """The cases' affected entries, rewritten where the list differs from the live one."""
+    listed = [
+        d
+        for d in documents
+        if (live := current[d["key"]]) is None or live.get("affected", []) != d.get("affected", [])
+    ]
+    _delete(
+        AffectedEntry, "case_id", [cases[d["key"]] for d in listed if current[d["key"]] is not None]
+    )
+    entries = [
+        (d["key"], index, a) for d in listed for index, a in enumerate(d.get("affected", []))
+    ]
+    if not entries:
+        return
+    components = dict(
+        Component.objects.filter(key__in={a["component"] for _, _, a in entries}).values_list(
+            "key", "pk"
+        )
+    )
+    insert_tuples(
+        AffectedEntry,
+        ("case", "position", "component", "status", "ranges", "versions", "claims", "note"),
+        [
+            (
+                cases[key],
+                index,
+                components[a["component"]],
+                a["status"],
+                a["ranges"],
+                a["versions"],
+                a["claims"],
+                a["note"],
+            )
+            for key, index, a in entries
+        ],
+    )
 
 
 def _restore_runs(cases: dict[str, int], documents: list[dict[str, Any]]) -> None:

@@ -30,6 +30,7 @@ from claimsdb.codes import (
 )
 from claimsdb.lookalike import skeleton
 from claimsdb.models import (
+    AffectedEntry,
     Assessment,
     AssessmentMethod,
     Case,
@@ -53,7 +54,12 @@ from claimsdb.records import (
 )
 from claimsdb.records.kinds import record_kinds
 from claimsdb.rules import ScopeState, run_field_rules, run_scope_rules
-from claimsdb.rules.context import CaseContextRequest, DocumentContext
+from claimsdb.rules.context import (
+    CaseContextRequest,
+    ComponentFacts,
+    DocumentContext,
+    component_facts,
+)
 from claimsdb.rules.context import case_contexts as load_case_contexts
 from claimsdb.rules.scope import bridge_hits, non_attribution_hits
 from claimsdb.rules.scoped import affected_cases, load_scoped
@@ -398,6 +404,8 @@ def _validate_fields(
             # what the field rules looked up: the records named, and their owners
             reads.read("source", context.sources)
             reads.read("method", context.methods)
+            reads.read("component", context.components)
+            reads.cases(context.component_cases)
             reads.cases(
                 context.cases
                 | set(context.figures.values())
@@ -541,6 +549,9 @@ class _PendingIndex:
             if w.kind == "method"
         }
         self.cases = {w.key for w in writes if w.kind == "case"}
+        self.components = {
+            w.key: ComponentFacts.of(w.document) for w in writes if w.kind == "component"
+        }
         self.claims: dict[str, list[tuple[str, str]]] = {}
         self.figures: dict[str, list[tuple[str, str]]] = {}
         for w in writes:
@@ -603,6 +614,17 @@ def _contexts(
     methods_in_use = _methods_in_use(
         [w for w in writes if w.kind == "method" and previous[(w.kind, w.key)][0]]
     )
+    component_writes = [w for w in writes if w.kind == "component"]
+    related_components = component_facts(
+        {r["component"] for w in component_writes for r in w.document["relations"]}
+    )
+    component_cases = _components_in_use(
+        [
+            w
+            for w in component_writes
+            if w.document["status"] == "withdrawn" and previous[(w.kind, w.key)][0] is not None
+        ]
+    )
     contexts = []
     for write in writes:
         current, _ = previous[(write.kind, write.key)]
@@ -620,6 +642,13 @@ def _contexts(
             owner = rule_figures.get(figure) or (owners[0][0] if owners else None)
             context.figures = {figure: owner} if owner is not None else {}
             context.cases = {write.document["case"]} & (rule_cases | pending.cases)
+        if write.kind == "component":
+            named = {r["component"] for r in write.document["relations"]}
+            context.components = {k: related_components[k] for k in named & set(related_components)}
+            context.components.update(
+                {k: pending.components[k] for k in named & set(pending.components)}
+            )
+            context.component_cases = component_cases.get(write.key, [])
         if write.kind == "method" and current is not None:
             changed = {k: v for k, v in write.document.items() if k != "status"} != {
                 k: v for k, v in current.items() if k != "status"
@@ -652,6 +681,23 @@ def _methods_in_use(methods: list[RecordWrite]) -> set[str]:
     )
 
 
+def _components_in_use(withdrawing: list[RecordWrite]) -> dict[str, list[str]]:
+    """For each component being withdrawn, the cases whose affected entries name it (a
+    few of them, by key: the message names them). One query, none when none is withdrawn."""
+    if not withdrawing:
+        return {}
+    found: dict[str, list[str]] = {}
+    rows = (
+        AffectedEntry.objects.filter(component__key__in={w.key for w in withdrawing})
+        .order_by("component__key", "case__key")
+        .values_list("component__key", "case__key")
+        .distinct()
+    )
+    for component, case in rows:
+        found.setdefault(component, []).append(case)
+    return found
+
+
 def _current_runs(current: dict[str, Any] | None) -> list[dict[str, Any]] | None:
     return current["reproduction_runs"] if current is not None else None
 
@@ -671,6 +717,9 @@ def _pending_case_context(
         if assessment["method"] in pending.methods:
             context.methods[assessment["method"]] = pending.methods[assessment["method"]]
     context.cases |= pending.cases & {r["case"] for r in document["relations"]}
+    for entry in document.get("affected", []):
+        if entry["component"] in pending.components:
+            context.components[entry["component"]] = pending.components[entry["component"]]
     claim_refs = (
         {c["id"] for c in document["claims"]}
         | {c for f in document["figures"] for c in f["claims"]}
@@ -707,6 +756,7 @@ def _apply(writes: list[RecordWrite], previous: Previous) -> set[str]:
 
     apply.apply_methods(documents("method"))
     apply.apply_sources(documents("source"))
+    apply.apply_components(documents("component"))
     cases = documents("case")
     partners: set[str] = set()
     if cases:
