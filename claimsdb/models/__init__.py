@@ -12,6 +12,7 @@ from .drafts import FormDraft
 from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
 from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
 from .revisions import LedgerHead, Revision, WriteFootprint
+from .run_components import RunComponent
 from .scope import ScopeRule
 from .search import SearchEntry, SearchKind, SearchScope
 from .sources import Source
@@ -42,6 +43,7 @@ __all__ = [
     "ReproductionRun",
     "ReproductionScenario",
     "Revision",
+    "RunComponent",
     "ScopeRule",
     "SearchEntry",
     "SearchKind",

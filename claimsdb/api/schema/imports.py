@@ -37,6 +37,21 @@ class ProblemSerializer(serializers.Serializer):
     )
 
 
+class RunComponentMatchSerializer(serializers.Serializer):
+    """A framework or backend a run names, with its build and the component it matched."""
+
+    role = serializers.ChoiceField(choices=["framework", "backend"])
+    name = serializers.CharField(help_text="as the file writes it (`mooncake`, `other:ucx`)")
+    version = serializers.CharField(help_text='the version the file states ("" if none)')
+    commit = serializers.CharField()
+    purl = serializers.CharField()
+    path = serializers.CharField(help_text="where the file names it first")
+    component = serializers.CharField(help_text='the key matched ("" when unmatched)')
+    matched_by = serializers.CharField(help_text='"purl", "name", or "" when unmatched')
+    reason = serializers.CharField(help_text="why nothing matched")
+    scenarios = serializers.ListField(child=serializers.CharField())
+
+
 class ImportReportSerializer(serializers.Serializer):
     """What one import did (schema of the report; the views build it from ``Report``)."""
 
@@ -56,6 +71,12 @@ class ImportReportSerializer(serializers.Serializer):
     scenarios = serializers.IntegerField()
     trial_rows = serializers.IntegerField()
     problems = ProblemSerializer(many=True)
+    components = RunComponentMatchSerializer(
+        many=True, help_text="the components the run bears on (docs/coverage.md)"
+    )
+    unmatched = RunComponentMatchSerializer(
+        many=True, help_text="names no component matched: listed, never guessed"
+    )
     revision = serializers.IntegerField(
         allow_null=True, help_text="the case's `import` revision (null when nothing was written)"
     )
@@ -219,6 +240,47 @@ _REPORT_EXAMPLE = {
     "scenarios": 2,
     "trial_rows": 80,
     "problems": [],
+    "components": [
+        {
+            "role": "framework",
+            "name": "sglang",
+            "version": "0.5.4",
+            "commit": "",
+            "purl": "",
+            "path": "environment.framework.name",
+            "component": "CMP-SGLANG",
+            "matched_by": "name",
+            "reason": "",
+            "scenarios": ["mooncake-none-lifo", "ucx-none-fifo"],
+        },
+        {
+            "role": "backend",
+            "name": "mooncake",
+            "version": "0.3.7",
+            "commit": "",
+            "purl": "pkg:github/kvcache-ai/mooncake@0.3.7",
+            "path": "scenarios[0].backend",
+            "component": "CMP-MOONCAKE",
+            "matched_by": "purl",
+            "reason": "",
+            "scenarios": ["mooncake-none-lifo"],
+        },
+    ],
+    "unmatched": [
+        {
+            "role": "backend",
+            "name": "other:ucx",
+            "version": "",
+            "commit": "",
+            "purl": "",
+            "path": "scenarios[1].backend",
+            "component": "",
+            "matched_by": "",
+            "reason": "no active component has the name or alias 'ucx'; add the component, "
+            "or the name as an alias of one",
+            "scenarios": ["ucx-none-fifo"],
+        }
+    ],
     "revision": 15,
     "other_revisions": [],
     "replaced_sha256": "",
