@@ -6,7 +6,7 @@ number still gets a 404 in the API's error shape rather than the site's HTML pag
 
 from django.urls import re_path
 
-from . import releases
+from . import osv, releases
 
 urlpatterns = [
     re_path(r"^releases/$", releases.ReleaseListView.as_view(), name="api-release-list"),
@@ -14,6 +14,11 @@ urlpatterns = [
         r"^releases/(?P<number>[\s\S]+)/bundle\.json$",
         releases.ReleaseBundleView.as_view(),
         name="api-release-bundle",
+    ),
+    re_path(
+        r"^releases/(?P<number>[\s\S]+)/osv/$",
+        osv.ReleaseOSVView.as_view(),
+        name="api-release-osv",
     ),
     re_path(
         r"^releases/(?P<number>[\s\S]+)/$",

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import serializers
 
 from claimsdb.api import openapi
@@ -102,5 +107,24 @@ CASE_COVERAGE = extend_schema_view(
             **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS),
         },
         examples=[OpenApiExample("the seed", value=_SEED_EXAMPLE, response_only=True)],
+    ),
+)
+
+
+RELEASE_OSV = extend_schema_view(
+    get=extend_schema(
+        operation_id="releases_osv_retrieve",
+        summary="Read a release as OSV documents",
+        description="Every case of release `n` whose affected list names a component with a "
+        "Package URL, as one OSV 1.6 document (`CLAIMSDB-<case key>`), in one JSON array in "
+        "case key order: the same bytes as `manage.py export_records --release n --format "
+        "osv`. Streamed, and cacheable for ever (a release never changes). See "
+        "docs/coverage.md for how a case maps to OSV.",
+        tags=["releases"],
+        auth=openapi.PUBLIC_READ,
+        responses={
+            (200, "application/json"): OpenApiResponse(description="a JSON array of OSV documents"),
+            **openapi.error_responses(404),
+        },
     ),
 )

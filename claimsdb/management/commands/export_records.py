@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from claimsdb.exports.osv import iter_osv_array, release_osv_documents
 from claimsdb.public import release_bundle_lists, release_get
 from claimsdb.records import iter_pretty_bundle
 from claimsdb.records.schema import BUNDLE_FORMAT
@@ -31,11 +32,22 @@ class Command(BaseCommand):
             metavar="N",
             help="export release N from its entries' snapshots (withdrawn records included)",
         )
+        parser.add_argument(
+            "--format",
+            choices=("bundle", "osv"),
+            default="bundle",
+            help="bundle: claimsdb.bundle/1 (default); osv: with --release N, a JSON array "
+            "of OSV 1.6 documents, one per case with affected components that have a "
+            "Package URL (docs/coverage.md)",
+        )
         add_streaming_arguments(parser)
 
     def handle(self, *args, **options):
         size = batch_size(options)
         progress = progress_for(self.stderr, options)
+        if options.get("format") == "osv":
+            self.export_osv(options, size)
+            return
         with one_snapshot():
             if options["release"] is not None:
                 release = release_get(options["release"])
@@ -55,6 +67,23 @@ class Command(BaseCommand):
                 for piece in pieces:
                     sys.stdout.write(piece)
                 sys.stdout.flush()
+
+    def export_osv(self, options: dict, size: int) -> None:
+        """Release N as OSV documents, to a file or standard output, a batch at a time."""
+        if options["release"] is None:
+            raise CommandError("--format osv exports a release: give --release N")
+        with one_snapshot():
+            release = release_get(options["release"])
+            if release is None:
+                raise CommandError(f"there is no release {options['release']}")
+            pieces = iter_osv_array(release_osv_documents(release, batch_size=size))
+            if options["out"]:
+                write_file(Path(options["out"]), pieces)
+                self.stderr.write(f"wrote {options['out']}")
+            else:
+                for piece in pieces:
+                    self.stdout.write(piece, ending="")
+                self.stdout.flush()
 
 
 def write_file(path: Path, pieces: Iterable[str]) -> None:
