@@ -269,3 +269,49 @@ def test_the_api_answers_as_the_caller_sees_the_case(seeded, analyst, reviewer):
     public = anonymous.get("/api/v1/cases/CP22-003/coverage/").json()
     assert public["components"] == body["components"]
     assert token_client(analyst).get("/api/v1/cases/NOPE-1/coverage/").status_code == 404
+
+
+# --- a component's runs -------------------------------------------------------------------
+
+
+def test_a_component_lists_the_runs_on_it_by_case_and_version(seeded, analyst):
+    from claimsdb.models import Component
+    from claimsdb.selectors.coverage import component_runs
+
+    _import(analyst)
+    document = json.loads(SAMPLE.read_text())
+    document["run_id"] = "pd-abort-h200x2-20261106-0002"
+    document["environment"]["backends"][0].update(
+        version="v0.3.6", purl="pkg:github/kvcache-ai/mooncake@v0.3.6"
+    )
+    _import(analyst, document)
+
+    mooncake = Component.objects.get(key="CMP-MOONCAKE")
+    with CaptureQueriesContext(connection) as captured:
+        runs = component_runs(mooncake, released=False)
+    assert len(captured.captured_queries) == 2
+    assert runs.runs == 2
+    assert runs.versions == ["v0.3.6", "v0.3.7"]  # in the component's scheme
+    assert [(r.case, r.version, r.runs, r.scenarios, r.runs_reproduced) for r in runs.rows] == [
+        ("CP22-003", "v0.3.6", 1, 2, 1),
+        ("CP22-003", "v0.3.7", 1, 2, 1),
+    ]
+    assert runs.rows[0].stale_read == Rate.of(152, 10000)
+    sglang = component_runs(Component.objects.get(key="CMP-SGLANG"), released=False)
+    assert [(r.role, r.version, r.scenarios) for r in sglang.rows] == [("framework", "0.5.4", 6)]
+
+
+def test_the_public_sees_only_the_runs_of_released_cases(seeded, analyst, reviewer):
+    release_publish(user=reviewer, notes="Before the run")
+    _import(analyst)
+
+    anonymous = token_client()
+    body = anonymous.get("/api/v1/components/CMP-MOONCAKE/runs/").json()
+    assert (body["runs"], body["by_case_and_version"]) == (0, [])
+    working = token_client(analyst).get("/api/v1/components/CMP-MOONCAKE/runs/").json()
+    assert working["runs"] == 1 and working["versions_tested"] == ["v0.3.7"]
+
+    release_publish(user=reviewer, notes="The run")
+    body = anonymous.get("/api/v1/components/CMP-MOONCAKE/runs/").json()
+    assert body == working
+    assert anonymous.get("/api/v1/components/CMP-NOPE/runs/").status_code == 404

@@ -252,3 +252,14 @@ def test_reimporting_the_same_file_adds_no_relation(seeded, analyst):
 
     assert (first.outcome, again.outcome) == ("imported", "unchanged")
     assert RunComponent.objects.count() == count
+
+
+def test_the_command_lists_the_unmatched_names(seeded, analyst):
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("import_repro_results", str(MIXED), "--user", "analyst", stdout=out)
+
+    text = out.getvalue()
+    assert "1 name(s) matched no component:" in text
+    assert "scenarios[3].backend: backend other:ucx 1.19.0: no active component" in text

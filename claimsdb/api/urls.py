@@ -43,6 +43,11 @@ urlpatterns = [
     path("cases/<key:key>/diff/", revision_views.CaseDiffView.as_view(), name="case-diff"),
     path("cases/<key:key>/revert/", revision_views.CaseRevertView.as_view(), name="case-revert"),
     path("cases/<key:key>/coverage/", coverage.CaseCoverageView.as_view(), name="case-coverage"),
+    path(
+        "components/<key:key>/runs/",
+        coverage.ComponentRunsView.as_view(),
+        name="component-runs",
+    ),
     path("cases/<key:key>/", views.CaseDetailView.as_view(), name="case-detail"),
     path("claims/<key:claim_id>/", views.ClaimDetailView.as_view(), name="claim-detail"),
     path("sources/", views.SourceListView.as_view(), name="source-list"),

@@ -463,3 +463,118 @@ def _not_before(scheme: str, version: str, bound: str) -> bool:
 
 def _runs(count: int) -> str:
     return f"{count} run" if count == 1 else f"{count} runs"
+
+
+# --- a component's runs (its page) ----------------------------------------------------------
+
+
+@dataclass
+class ComponentRunsRow:
+    """What the runs of one case tested of a component at one version (all mitigations)."""
+
+    case: str
+    role: str
+    version: str
+    runs: int
+    runs_reproduced: int
+    scenarios: int
+    reproduced: int
+    trials: int
+    checksum_mismatches: int
+
+    @property
+    def stale_read(self) -> Rate:
+        return Rate.of(min(self.checksum_mismatches, self.trials), self.trials)
+
+    @property
+    def rate_text(self) -> str:
+        return percent(self.stale_read.rate)
+
+    @property
+    def interval_text(self) -> str:
+        rate = self.stale_read
+        return f"{rate.lower * 100:.2f}–{rate.upper * 100:.2f} %"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "case": self.case,
+            "role": self.role,
+            "version": self.version or None,
+            "runs": self.runs,
+            "runs_reproduced": self.runs_reproduced,
+            "scenarios": self.scenarios,
+            "scenarios_reproduced": self.reproduced,
+            "stale_read_rate": self.stale_read.as_dict(),
+        }
+
+
+@dataclass
+class ComponentRuns:
+    """The runs that ran a component, by case and version, as one reader may see them."""
+
+    component: str
+    rows: list[ComponentRunsRow]
+    runs: int  # distinct runs over all the rows
+
+    @property
+    def versions(self) -> list[str]:
+        """The versions tested, in the rows' order (the component's scheme), unstated last."""
+        return list(dict.fromkeys(r.version for r in self.rows if r.version))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "component": self.component,
+            "runs": self.runs,
+            "versions_tested": self.versions,
+            "by_case_and_version": [row.as_dict() for row in self.rows],
+        }
+
+
+def component_runs(component: Component, *, released: bool) -> ComponentRuns:
+    """The runs on ``component``: for readers of the working state every imported run; for
+    the public (``released``) only the runs the released documents of their cases list.
+
+    A fixed number of queries (three, four for the public), whatever the number of runs,
+    cases and versions; no trial row is read."""
+    relations = RunComponent.objects.filter(component=component)
+    if released:
+        from claimsdb import public  # the released record; the live tables otherwise
+
+        case_keys = set(relations.values_list("run__case__key", flat=True).distinct())
+        documents = public.released_documents("case", case_keys)
+        run_ids = [
+            run["run_id"]
+            for document in documents.values()
+            if document.get("status") != "withdrawn"
+            for run in document.get("reproduction_runs") or []
+            if isinstance(run, dict) and isinstance(run.get("run_id"), str)
+        ]
+        relations = relations.filter(run__run_id__in=run_ids)
+    reproduced = Q(scenario__outcome="reproduced")
+    rows = [
+        ComponentRunsRow(
+            case=row["run__case__key"],
+            role=row["role"],
+            version=row["version"],
+            runs=row["runs"],
+            runs_reproduced=row["runs_reproduced"],
+            scenarios=row["scenarios"],
+            reproduced=row["reproduced"],
+            trials=int(row["trials"] or 0),
+            checksum_mismatches=int(row["mismatches"] or 0),
+        )
+        for row in relations.values("run__case__key", "role", "version")
+        .annotate(
+            runs=Count("run_id", distinct=True),
+            runs_reproduced=Count("run_id", distinct=True, filter=reproduced),
+            scenarios=Count("id"),
+            reproduced=Count("id", filter=reproduced),
+            trials=Sum("scenario__trials"),
+            mismatches=Sum("scenario__checksum_mismatches"),
+        )
+        .order_by()
+    ]
+    scheme = component.version_scheme
+    rows.sort(key=lambda r: (r.case, r.role, r.version == "", sort_key(scheme, r.version)))
+    total = relations.aggregate(runs=Count("run_id", distinct=True))["runs"]
+    return ComponentRuns(component=component.key, rows=rows, runs=int(total or 0))

@@ -128,3 +128,40 @@ RELEASE_OSV = extend_schema_view(
         },
     ),
 )
+
+
+class ComponentRunsRowSerializer(serializers.Serializer):
+    case = serializers.CharField()
+    role = serializers.ChoiceField(choices=["framework", "backend"])
+    version = serializers.CharField(allow_null=True)
+    runs = serializers.IntegerField()
+    runs_reproduced = serializers.IntegerField()
+    scenarios = serializers.IntegerField()
+    scenarios_reproduced = serializers.IntegerField()
+    stale_read_rate = RateSerializer()
+
+
+class ComponentRunsSerializer(serializers.Serializer):
+    component = serializers.CharField()
+    runs = serializers.IntegerField()
+    versions_tested = serializers.ListField(child=serializers.CharField())
+    by_case_and_version = ComponentRunsRowSerializer(many=True)
+
+
+COMPONENT_RUNS = extend_schema_view(
+    get=extend_schema(
+        operation_id="components_runs_retrieve",
+        summary="Read the runs on a component",
+        description="What the imported reproduction runs tested of the component, by case "
+        "and version: runs and scenarios reproduced, the stale-read rate with its 95 % "
+        "Wilson interval. Without a role, only the runs the released cases list. Lab "
+        "evidence (docs/coverage.md).",
+        tags=["components"],
+        auth=openapi.PUBLIC_READ,
+        parameters=[openapi.key_parameter("component")],
+        responses={
+            200: ComponentRunsSerializer,
+            **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS),
+        },
+    ),
+)
