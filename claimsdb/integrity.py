@@ -35,7 +35,7 @@ from claimsdb.records.stream import (
     reported_batches,
 )
 from claimsdb.rules import run_field_rules, run_scope_rules
-from claimsdb.rules.context import DocumentContext
+from claimsdb.rules.context import DocumentContext, component_facts
 from claimsdb.rules.scoped import load_scoped, same_event_closure
 from claimsdb.services.ledger import GENESIS_HASH, row_chain_hash
 
@@ -267,6 +267,13 @@ def rule_violations(
         for document, context in zip(documents, case_check_contexts(documents), strict=True):
             for violation in run_field_rules("case", document, context):
                 yield _in_record(violation, f"case {document['key']}")
+    components = in_key_order(document_batches("component", batch_size=batch_size))
+    for documents in reported_batches(
+        "components", lambda: record_count("component"), components, progress
+    ):
+        for document, context in zip(documents, component_check_contexts(documents), strict=True):
+            for violation in run_field_rules("component", document, context):
+                yield _in_record(violation, f"component {document['key']}")
     rules = in_key_order(document_batches("rule", batch_size=batch_size))
     for documents in reported_batches("rules", lambda: record_count("rule"), rules, progress):
         for document, context in zip(documents, rule_check_contexts(documents), strict=True):
@@ -331,6 +338,7 @@ def case_check_contexts(documents: list[dict[str, Any]]) -> list[DocumentContext
     figures = dict(
         Figure.objects.filter(figure_id__in=every["figures"]).values_list("figure_id", "case__key")
     )
+    components = component_facts(every["components"])
     contexts = []
     for document, ref in zip(documents, refs, strict=True):
         context = DocumentContext(
@@ -342,13 +350,22 @@ def case_check_contexts(documents: list[dict[str, Any]]) -> list[DocumentContext
         context.reserved_claims = _share(reserved, ref["claims"])
         context.live_claims = _share(live, ref["claims"] | ref["figure_claims"])
         context.figures = _share(figures, ref["figures"])
+        context.components = {k: components[k] for k in ref["components"] if k in components}
         # the document's own claims are live: it is checked where it stands
         context.live_claims.update({claim_id: document["key"] for claim_id in ref["claims"]})
         contexts.append(context)
     return contexts
 
 
-_CASE_REF_NAMES = ("sources", "methods", "cases", "claims", "figure_claims", "figures")
+_CASE_REF_NAMES = (
+    "sources",
+    "methods",
+    "cases",
+    "claims",
+    "figure_claims",
+    "figures",
+    "components",
+)
 
 
 def _case_refs(document: dict[str, Any]) -> dict[str, set[str]]:
@@ -362,11 +379,27 @@ def _case_refs(document: dict[str, Any]) -> dict[str, set[str]]:
         "figure_claims": {c for f in document["figures"] for c in f["claims"]},
         "figures": {a["figure"] for a in document["attributions"]}
         | {f["id"] for f in document["figures"]},
+        "components": {a["component"] for a in document.get("affected", [])},
     }
 
 
 def _share(found: dict[str, str], keys: set[str]) -> dict[str, str]:
     return {key: found[key] for key in keys if key in found}
+
+
+def component_check_contexts(documents: list[dict[str, Any]]) -> list[DocumentContext]:
+    """For each component, the components its relations name that exist: one query for
+    the batch."""
+    found = component_facts({r["component"] for d in documents for r in d["relations"]})
+    contexts = []
+    for document in documents:
+        context = DocumentContext(
+            kind="component", key=document["key"], exists=True, action="check"
+        )
+        named = {r["component"] for r in document["relations"]}
+        context.components = {k: found[k] for k in named if k in found}
+        contexts.append(context)
+    return contexts
 
 
 def rule_check_contexts(documents: list[dict[str, Any]]) -> list[DocumentContext]:

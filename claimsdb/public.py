@@ -252,7 +252,13 @@ def released_records(kind: str, *, include_withdrawn: bool = False) -> ReleasedR
     return ReleasedRecords(entries)
 
 
-def released_cases(*, tag: str = "", values: dict[str, str] | None = None) -> ReleasedRecords:
+def released_cases(
+    *,
+    tag: str = "",
+    values: dict[str, str] | None = None,
+    component: str = "",
+    affected_status: str = "",
+) -> ReleasedRecords:
     """The released cases (withdrawn ones left out) carrying ``tag`` whose current
     assessment has every dimension value of ``values``, by key: filtered in the database
     through what each release recorded of its revisions (``ReleasedTerm``), so that a page
@@ -265,7 +271,26 @@ def released_cases(*, tag: str = "", values: dict[str, str] | None = None) -> Re
         entries = entries.filter(
             _has_term("current", [release_facets.dimension_value(dimension, value)])
         )
+    if component and affected_status:
+        entries = entries.filter(_has_term("component_status", [f"{component}:{affected_status}"]))
+    elif component:
+        entries = entries.filter(_has_term("component", [component]))
+    elif affected_status:
+        terms = ReleasedTerm.objects.filter(
+            revision=OuterRef("revision"),
+            name="component_status",
+            value__endswith=f":{affected_status}",
+        )
+        entries = entries.filter(Exists(terms))
     return records.with_entries(entries)
+
+
+def released_cases_naming(component_key: str) -> ReleasedRecords:
+    """The released cases (withdrawn ones left out) whose affected list names a component,
+    by key: through the ``component`` terms a release records, so a page reads the
+    snapshots of its own cases only."""
+    records = released_records("case")
+    return records.with_entries(records.entries.filter(_has_term("component", [component_key])))
 
 
 def released_tags() -> list[str]:

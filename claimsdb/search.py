@@ -252,7 +252,7 @@ def _hit(row: dict[str, Any], query: str) -> SearchHit:
 
 # --- which field a hit was found in ------------------------------------------------------
 
-TEXT_NAMES = {"case": "summary", "claim": "statement", "source": "text"}
+TEXT_NAMES = {"case": "summary", "claim": "statement", "source": "text", "component": "name"}
 SHOWN_AS_TEXT = {"full account", "basis"}  # segments shown as the hit's excerpt
 
 

@@ -195,6 +195,10 @@ def make_case(user: User, key: str, claims: int, links: int) -> None:
     )
     for assessment in document["assessments"]:
         assessment["evidence_basis"]["claims"] = [c["id"] for c in document["claims"][:2]]
+    for entry in document.get("affected", []):  # the copied entries rest on its own claims
+        entry["claims"] = [c["id"] for c in document["claims"][:1]]
+        if not entry["claims"]:
+            entry["status"] = "under_investigation"
     record_create(kind="case", document=document, user=user, summary=f"{key} for counting")
     document = record_document("case", key)
     document["summary"] = "Edited once, so it has a history of two revisions."
@@ -314,8 +318,11 @@ ANALYST_PAGES = [
     f"/cases/{CASE}/controls/edit/",
     f"/cases/{CASE}/unknowns/edit/",
     f"/cases/{CASE}/lists/edit/",
+    f"/cases/{CASE}/affected/edit/",
     "/sources/new/",
     f"/sources/{SOURCE}/edit/",
+    "/components/new/",
+    "/components/CMP-MOONCAKE/edit/",
 ]
 REVIEWER_PAGES = [
     "/rules/new/",

@@ -51,6 +51,8 @@ def add_cases(seed: dict, user, count: int, *, claims: int, links: int) -> None:
             relations=[],
             tags=["bulk", "kv-cache", f"bulk-{n}"],
         )
+        for entry in document["affected"]:  # the copied entries rest on its own claims
+            entry["claims"] = [document["claims"][0]["id"]]
         case_create(user=user, document=document, summary="Bulk")
 
 

@@ -119,8 +119,12 @@ def test_document_components_follow_the_record_format():
     components = get_schema()["components"]["schemas"]
     case = components["CaseDocument"]
     assert case["additionalProperties"] is False
-    assert set(case["required"]) == set(case["properties"])
+    # every field is required but ``affected``, written only when a case names a component
+    assert set(case["required"]) == set(case["properties"]) - {"affected"}
     assert case["properties"]["format"]["enum"] == ["claimsdb.case/1"]
+    component = components["ComponentDocument"]
+    assert component["properties"]["key"]["pattern"].startswith("^CMP-")
+    assert "pypi" in component["properties"]["version_scheme"]["enum"]
     assert case["properties"]["claims"]["items"] == {"$ref": "#/components/schemas/Claim"}
     assert components["Claim"]["properties"]["id"]["pattern"].startswith("^CLM-")
     assert components["MethodDocument"]["properties"]["key"]["pattern"].endswith("/[1-9][0-9]*$")

@@ -315,3 +315,31 @@ def test_the_public_sees_only_the_runs_of_released_cases(seeded, analyst, review
     body = anonymous.get("/api/v1/components/CMP-MOONCAKE/runs/").json()
     assert body == working
     assert anonymous.get("/api/v1/components/CMP-NOPE/runs/").status_code == 404
+
+
+def test_the_component_page_shows_the_runs_on_it(seeded, analyst):
+    client = signed_in(analyst)
+    page = client.get("/components/CMP-MOONCAKE/").content.decode()
+    assert "No imported run has run it." in page
+
+    def page_queries() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get("/components/CMP-MOONCAKE/").status_code == 200
+        return len(queries.captured_queries)
+
+    document = json.loads(SAMPLE.read_text())
+    document["run_id"] = "component-page-0"
+    _import(analyst, document)
+    one = page_queries()
+    page = client.get("/components/CMP-MOONCAKE/").content.decode()
+    assert "<code>v0.3.7</code>" in page
+    assert 'href="/cases/CP22-003/#coverage"' in page
+    for n in range(1, 5):
+        document["run_id"] = f"component-page-{n}"
+        document["environment"]["backends"][0] = {"backend": "mooncake", "version": f"v0.3.{n}"}
+        assert _import(analyst, document).outcome == "imported"
+    assert page_queries() == one
+    assert (
+        "5 imported reproduction runs ran it"
+        in client.get("/components/CMP-MOONCAKE/").content.decode()
+    )

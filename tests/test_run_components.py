@@ -165,10 +165,15 @@ def test_a_package_url_wins_over_a_name(seeded, analyst):
 
 
 def test_a_withdrawn_component_matches_nothing(seeded, analyst, reviewer):
-    component_withdraw(user=analyst, key="CMP-NIXL", summary="Withdrawn for the test")
-    report = _import(analyst, SAMPLE)
+    component_create(
+        user=analyst,
+        document=_component("CMP-UCX", "Unified Communication X", ["ucx"]),
+        summary="UCX",
+    )
+    component_withdraw(user=analyst, key="CMP-UCX", summary="Withdrawn for the test")
+    report = _import(analyst, MIXED)
 
-    assert [m["name"] for m in report.unmatched] == ["nixl"]
+    assert [m["name"] for m in report.unmatched] == ["other:ucx"]
 
 
 def test_a_dry_run_reports_the_matches_and_writes_none(seeded, analyst):

@@ -186,6 +186,8 @@ def test_preview_says_claims_restored(drafted, analyst, reviewer):
     document = record_document("case", CASE)
     document["claims"] = [c for c in document["claims"] if c["id"] != "CLM-CP22-003-B"]
     document["assessments"][0]["evidence_basis"]["claims"].remove("CLM-CP22-003-B")
+    for entry in document["affected"]:  # the affected components rest on A instead
+        entry["claims"] = ["CLM-CP22-003-A"]
     record_update(kind="case", key=CASE, document=document, user=analyst, summary="Drop B")
     text = text_of(revert_preview(signed_in(reviewer), seed))
     assert "It restores 1 claim: CLM-CP22-003-B." in text

@@ -23,7 +23,9 @@ from rest_framework.filters import OrderingFilter
 
 from claimsdb import release_facets
 from claimsdb.choices import (
+    AffectedStatus,
     CaseStatus,
+    ComponentKind,
     RecordKind,
     RecordStatus,
     Reliability,
@@ -32,11 +34,14 @@ from claimsdb.choices import (
 )
 from claimsdb.codes import DrfCode
 from claimsdb.models import (
+    AffectedEntry,
     Assessment,
     AssessmentMethod,
     Case,
     CaseTag,
     Claim,
+    Component,
+    ComponentName,
     Relation,
     ReleasedTerm,
     ReleaseEntry,
@@ -140,6 +145,17 @@ class CaseFilter(ReleasedDocumentFilter, filters.FilterSet):
         method="filter_related_to",
         help_text="cases with a relation of any kind to this case key, in either direction",
     )
+    component = filters.CharFilter(
+        method="filter_nothing",
+        help_text="cases whose affected list names this component key (CMP-…); with "
+        "affected_status, with that status",
+    )
+    affected_status = filters.ChoiceFilter(
+        choices=AffectedStatus.choices,
+        method="filter_nothing",
+        help_text="cases with an affected entry of this status (for the component named by "
+        "component, if given)",
+    )
     q = filters.CharFilter(
         method="filter_text",
         help_text="free text, case-insensitive, in the key, title, summary, scope note, "
@@ -187,6 +203,7 @@ class CaseFilter(ReleasedDocumentFilter, filters.FilterSet):
 
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         queryset = super().filter_queryset(queryset)
+        queryset = self.filter_affected(queryset)
         wanted = self.dimension_values()
         if not wanted:
             return queryset
@@ -204,6 +221,20 @@ class CaseFilter(ReleasedDocumentFilter, filters.FilterSet):
             )
             matching = matching.filter(pk=Subquery(newest))
         return queryset.filter(Exists(matching))
+
+    def filter_affected(self, queryset: QuerySet) -> QuerySet:
+        """``component`` and ``affected_status``, held by the same entry: one ``EXISTS``
+        along the entries' (component, status, case) index."""
+        component = (self.form.cleaned_data.get("component") or "").strip()
+        status = self.form.cleaned_data.get("affected_status") or ""
+        if not component and not status:
+            return queryset
+        entries = AffectedEntry.objects.filter(case=OuterRef("pk"))
+        if component:
+            entries = entries.filter(component__key=component)
+        if status:
+            entries = entries.filter(status=status)
+        return queryset.filter(Exists(entries))
 
     def dimension_values(
         self, known_dimensions: Callable[[], set[str]] | None = None
@@ -252,6 +283,24 @@ class CaseFilter(ReleasedDocumentFilter, filters.FilterSet):
             )
             entries = entries.filter(
                 Exists(released_term("related", other)) | Exists(named_by_other)
+            )
+        component = (data.get("component") or "").strip()
+        status = data.get("affected_status") or ""
+        if component and status:
+            entries = entries.filter(
+                Exists(released_term("component_status", f"{component}:{status}"))
+            )
+        elif component:
+            entries = entries.filter(Exists(released_term("component", component)))
+        elif status:
+            entries = entries.filter(
+                Exists(
+                    ReleasedTerm.objects.filter(
+                        revision=OuterRef("revision"),
+                        name="component_status",
+                        value__endswith=f":{status}",
+                    )
+                )
             )
         wanted = self.dimension_values(released_method_dimensions)
         if wanted:
@@ -319,6 +368,33 @@ class MethodFilter(ReleasedDocumentFilter, filters.FilterSet):
     class Meta:
         model = AssessmentMethod
         fields: list[str] = []
+
+
+class ComponentFilter(ReleasedDocumentFilter, filters.FilterSet):
+    kind = filters.ChoiceFilter(choices=ComponentKind.choices)
+    status = filters.ChoiceFilter(choices=RecordStatus.choices)
+    q = filters.CharFilter(
+        method="filter_text",
+        help_text="free text in the key, name, Package URL, homepage and aliases",
+    )
+
+    equal_fields = ("kind", "status")
+
+    class Meta:
+        model = Component
+        fields: list[str] = []
+
+    def filter_text(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        text = value.strip()
+        condition = Q()
+        for field_name in ("key", "name", "purl", "homepage"):
+            condition |= Q(**{f"{field_name}__icontains": text})
+        # names and aliases, case-folded as ComponentName keeps them
+        folded = " ".join(text.casefold().split())
+        condition |= Exists(
+            ComponentName.objects.filter(component=OuterRef("pk"), name__contains=folded)
+        )
+        return queryset.filter(condition)
 
 
 class CaseRevisionFilter(filters.FilterSet):

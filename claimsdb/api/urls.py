@@ -56,6 +56,8 @@ urlpatterns = [
     path("rules/<key:key>/", views.RuleDetailView.as_view(), name="rule-detail"),
     path("methods/", views.MethodListView.as_view(), name="method-list"),
     path("methods/<key:key>/", views.MethodDetailView.as_view(), name="method-detail"),
+    path("components/", views.ComponentListView.as_view(), name="component-list"),
+    path("components/<key:key>/", views.ComponentDetailView.as_view(), name="component-detail"),
     path("revisions/", revision_views.RevisionListView.as_view(), name="revision-list"),
     path(
         "revisions/<key:number>/",

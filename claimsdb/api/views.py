@@ -1,4 +1,4 @@
-"""Records (cases, sources, rules, methods) and claims over REST.
+"""Records (cases, sources, rules, methods, components) and claims over REST.
 
 Each view reads through the access policy (``claimsdb.access``) — the working state for
 users with a role, the released record for everyone else — or translates its input into
@@ -253,6 +253,22 @@ class MethodDetailView(RecordDetailView):
     """Read, replace, patch and withdraw one method."""
 
     kind = "method"
+
+
+@schema.record_list("component")
+class ComponentListView(RecordListView):
+    """List and create components."""
+
+    kind = "component"
+    filterset_class = filters.ComponentFilter
+    ordering_fields = ["key", "title", "kind", "revision"]
+
+
+@schema.record_detail("component")
+class ComponentDetailView(RecordDetailView):
+    """Read, replace, patch and withdraw one component."""
+
+    kind = "component"
 
 
 # --- claims -----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from packageurl import PackageURL
 
 from claimsdb.choices import RecordStatus
 from claimsdb.models import Component, ComponentName, RunComponent
-from claimsdb.services.apply import component_name
+from claimsdb.models.components import fold_name
 
 from .repro import ParsedRun
 
@@ -45,7 +45,7 @@ class Named:
         name = self.name
         if self.role == BACKEND and name.startswith(OTHER_PREFIX):
             name = name[len(OTHER_PREFIX) :]
-        return component_name(name)
+        return fold_name(name)
 
 
 @dataclass

@@ -78,4 +78,18 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('component', 'name'), name='component_name_unique')],
             },
         ),
+        # the search index holds components too: a kind name longer than the column was
+        migrations.RemoveConstraint(
+            model_name='searchentry',
+            name='search_kind_valid',
+        ),
+        migrations.AlterField(
+            model_name='searchentry',
+            name='kind',
+            field=models.CharField(choices=[('case', 'case'), ('claim', 'claim'), ('component', 'component'), ('source', 'source')], max_length=16),
+        ),
+        migrations.AddConstraint(
+            model_name='searchentry',
+            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['case', 'claim', 'component', 'source'])), name='search_kind_valid'),
+        ),
     ]

@@ -44,6 +44,12 @@ class Component(models.Model):
         return f"{self.key}: {self.name}"
 
 
+def fold_name(name: str) -> str:
+    """A name as ``ComponentName`` keeps it and lookups compare it: case-folded, its spaces
+    collapsed (``Mooncake`` and ``mooncake`` are one name)."""
+    return " ".join(name.casefold().split())[:300]
+
+
 class ComponentName(models.Model):
     """A component's name or one of its aliases, case-folded: what finds a component by a
     name another tool writes (the importer's ``mooncake``), along an index. Kept by the

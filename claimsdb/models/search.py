@@ -1,4 +1,4 @@
-"""The search index: the searchable text of cases, claims and sources, kept twice — as
+"""The search index: the searchable text of cases, claims, sources and components, kept twice — as
 signed-in users see it (the working state) and as the public sees it (the released
 revisions). See docs/search.md."""
 
@@ -23,6 +23,7 @@ class SearchKind(models.TextChoices):
 
     CASE = "case", "case"
     CLAIM = "claim", "claim"
+    COMPONENT = "component", "component"
     SOURCE = "source", "source"
 
 
@@ -33,6 +34,7 @@ MORE_FIELDS = {
     "case": ("tags", "figure IDs", "full account", "basis"),
     "claim": (),
     "source": ("publisher", "key"),
+    "component": ("aliases", "Package URL", "key"),
 }
 
 
@@ -76,12 +78,12 @@ class SearchEntry(models.Model):
     """
 
     scope = models.CharField(max_length=8, choices=SearchScope.choices)
-    kind = models.CharField(max_length=8, choices=SearchKind.choices)
-    key = models.CharField(max_length=ID_MAX_LENGTH)  # case key, claim ID or source key
+    kind = models.CharField(max_length=16, choices=SearchKind.choices)
+    key = models.CharField(max_length=ID_MAX_LENGTH)  # case key, claim ID, source or component key
     case_key = models.CharField(max_length=ID_MAX_LENGTH, blank=True)  # "" for sources
     status = models.CharField(max_length=32)  # the record's or the claim's status
-    source_kind = models.CharField(max_length=32, blank=True)
-    title = models.TextField(blank=True)  # case and source titles
+    source_kind = models.CharField(max_length=32, blank=True)  # or a component's kind
+    title = models.TextField(blank=True)  # case and source titles, component names
     text = models.TextField(blank=True)  # case summaries and claim statements
     # cases: tags, figure IDs, account, basis; sources: publisher, key (``MORE_FIELDS``)
     more = models.TextField(blank=True, default="")

@@ -211,6 +211,7 @@ _NOT_AN_OBJECT = object()
 _VALUE_STARTS = frozenset(_EVENT_TYPES)
 # A bundle's lists, in its order (the write order: records before those naming them).
 _LISTS = [kind.plural for kind in record_kinds.in_write_order()]
+_OPTIONAL_LISTS = {kind.plural for kind in record_kinds if kind.bundle_optional}
 _ITEM_PREFIXES = {f"{name}.item": name for name in _LISTS}
 _KEY_PREFIXES = {f"{name}.item.key": name for name in _LISTS}
 
@@ -299,6 +300,8 @@ def _outline_problems(fmt: Any, top_level: dict[str, str]) -> list[RuleViolation
                 )
             )
     for name in _LISTS:
+        if name not in top_level and name in _OPTIONAL_LISTS:
+            continue
         if name not in top_level:
             problems.append(
                 RuleViolation(DocumentCode.MISSING_FIELD, f"the field {name!r} is missing", name)

@@ -8,7 +8,16 @@ from dataclasses import dataclass
 from typing import Any
 
 # Lists whose items carry a stable identity: matched by it rather than by position.
-KEYED_LISTS = {"claims": "id", "figures": "id", "relations": "case", "reproduction_runs": "run_id"}
+KEYED_LISTS = {
+    "claims": "id",
+    "figures": "id",
+    "relations": "case",
+    "reproduction_runs": "run_id",
+    "affected": "component",
+}
+# Lists named alike in two kinds' documents, keyed by another field in the other kind (a
+# component's ``relations`` name components, not cases).
+OTHER_IDENTITIES = {"relations": "component"}
 # Lists that are sets (docs/record-format.md: sorted, unique): an item comes or goes, and
 # its position says nothing — adding one tag is one change, ``tags[asyncio]`` added.
 SET_LISTS = {"tags"}
@@ -52,6 +61,9 @@ def _diff_value(old: Any, new: Any, path: str, changes: list[Change]) -> None:
     if isinstance(old, list) and isinstance(new, list):
         field_name = path.rsplit(".", 1)[-1]
         identity = KEYED_LISTS.get(field_name)
+        other = OTHER_IDENTITIES.get(field_name)
+        if identity and other and not (_all_keyed(old, identity) and _all_keyed(new, identity)):
+            identity = other
         if field_name in SET_LISTS and _all_text(old) and _all_text(new):
             _diff_set(old, new, path, changes)
         elif identity and _all_keyed(old, identity) and _all_keyed(new, identity):
@@ -75,7 +87,7 @@ def _diff_set(old: list[str], new: list[str], path: str, changes: list[Change]) 
 
 
 def _all_keyed(items: list[Any], identity: str) -> bool:
-    keys = [item.get(identity) for item in items if isinstance(item, dict)]
+    keys = [item.get(identity) for item in items if isinstance(item, dict) and identity in item]
     return len(keys) == len(items) and len(set(map(str, keys))) == len(keys)
 
 

@@ -124,6 +124,9 @@ def parse_bundle(raw: Any) -> dict[str, list[dict[str, Any]]]:
     for entry in record_kinds.in_write_order():
         name = entry.plural
         items = raw.get(name)
+        if items is None and name not in raw and entry.bundle_optional:
+            lists[name] = []
+            continue
         if items is None:
             problems.append(
                 RuleViolation(DocumentCode.MISSING_FIELD, f"the field {name!r} is missing", name)

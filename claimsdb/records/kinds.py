@@ -77,6 +77,9 @@ class RecordKind:
     text_fields: tuple[str, ...] = ()
     # Keys contain a slash (``diggingbeagle.assessment/1``): URLs match them as paths.
     keys_hold_slashes: bool = False
+    # A bundle may leave its list out (read as empty): a kind added after bundles of the
+    # other kinds were written, so that those still load as they did.
+    bundle_optional: bool = False
 
     @property
     def name(self) -> str:
@@ -262,5 +265,6 @@ COMPONENT = record_kinds.register(
         published_status=choices.RecordStatus.ACTIVE,
         example_key="CMP-MOONCAKE",
         text_fields=("key", "name", "purl", "homepage"),
+        bundle_optional=True,
     )
 )

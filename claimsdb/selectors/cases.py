@@ -11,6 +11,7 @@ from django.db import connections, router
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from claimsdb.models import (
+    AffectedEntry,
     Assessment,
     Case,
     CaseTag,
@@ -46,7 +47,12 @@ def current_assessment_filter(dimension: str, value: str) -> Exists:
 
 
 def case_list_filtered(
-    *, status: str = "", tag: str = "", values: dict[str, str] | None = None
+    *,
+    status: str = "",
+    tag: str = "",
+    values: dict[str, str] | None = None,
+    component: str = "",
+    affected_status: str = "",
 ) -> QuerySet[Case]:
     """The cases the list page shows, by key: the page is cut on it (``pages.page_keys``)
     and its rows read with ``case_list_rows``.
@@ -61,6 +67,14 @@ def case_list_filtered(
         cases = cases.filter(tags__name=tag)
     for dimension, value in (values or {}).items():
         cases = cases.filter(current_assessment_filter(dimension, value))
+    if component or affected_status:
+        # one entry holding both: along the entries' (component, status, case) index
+        entries = AffectedEntry.objects.filter(case=OuterRef("pk"))
+        if component:
+            entries = entries.filter(component__key=component)
+        if affected_status:
+            entries = entries.filter(status=affected_status)
+        cases = cases.filter(Exists(entries))
     return cases
 
 

@@ -31,6 +31,7 @@ from claimsdb.models import (
     Source,
     Unknown,
 )
+from claimsdb.models.components import fold_name
 from claimsdb.records.figures import number_literal
 
 from . import search_index
@@ -99,6 +100,7 @@ def apply_components(documents: list[dict[str, Any]]) -> None:
     )
     if not pks:
         return
+    search_index.index_components(documents)
     # the names that find a component (``ComponentName``): rewritten with its document
     _delete(ComponentName, "component_id", list(pks.values()))
     insert_tuples(
@@ -107,15 +109,9 @@ def apply_components(documents: list[dict[str, Any]]) -> None:
         [
             (pks[d["key"]], name)
             for d in documents
-            for name in sorted({component_name(n) for n in [d["name"], *d["aliases"]]} - {""})
+            for name in sorted({fold_name(n) for n in [d["name"], *d["aliases"]]} - {""})
         ],
     )
-
-
-def component_name(name: str) -> str:
-    """A name as ``ComponentName`` keeps it and lookups compare it: case-folded, its
-    spaces collapsed (``Mooncake`` and ``mooncake`` are one name)."""
-    return " ".join(name.casefold().split())[:300]
 
 
 def apply_rules(documents: list[dict[str, Any]]) -> None:

@@ -11,6 +11,7 @@ base; the entries it writes are those of the records it is given.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -90,6 +91,34 @@ def source_entry(
     )
 
 
+def component_more(document: dict[str, Any]) -> str:
+    """A component's further searchable text, in the order of ``MORE_FIELDS["component"]``:
+    its aliases, its Package URL (with its parts as words) and its key."""
+    purl = document.get("purl", "")
+    return MORE_SEPARATOR.join(
+        [
+            ", ".join(document.get("aliases", [])),
+            f"{purl} {' '.join(re.split(r'[:/@?#]+', purl))}".strip(),
+            key_words(document["key"]),
+        ]
+    )
+
+
+def component_entry(
+    document: dict[str, Any], *, scope: str, revision: int | None = None
+) -> SearchEntry:
+    return SearchEntry(
+        scope=scope,
+        kind=Kind.COMPONENT,
+        key=document["key"],
+        status=document["status"],
+        source_kind=document["kind"],  # the component's kind, shown beside a hit
+        title=document["name"],
+        more=component_more(document),
+        revision=revision,
+    )
+
+
 # The fields of a case document its search entries are made of: a write that changes none
 # of them leaves the index alone.
 CASE_FIELDS = ("title", "summary", "status", "claims", "tags", "figures", "account", "basis")
@@ -120,6 +149,22 @@ def index_sources(documents: list[dict[str, Any]]) -> None:
         )
 
 
+def index_components(documents: list[dict[str, Any]]) -> None:
+    """Replace the working entries of these components with those of the documents."""
+    for start in range(0, len(documents), _CHUNK):
+        chunk = documents[start : start + _CHUNK]
+        SearchEntry.objects.filter(
+            scope=Scope.WORKING, kind=Kind.COMPONENT, key__in=[d["key"] for d in chunk]
+        ).delete()
+        SearchEntry.objects.bulk_create(
+            [component_entry(d, scope=Scope.WORKING) for d in chunk], batch_size=_BATCH
+        )
+
+
+# The kinds of record the search index holds entries of (claims come with their cases).
+_INDEXED = (Kind.CASE, Kind.SOURCE, Kind.COMPONENT)
+
+
 def index_release_entries(entries: Iterable[ReleaseEntry]) -> None:
     """Make the released entries show what a release publishes: ``entries`` are the
     ``ReleaseEntry`` rows it records (all of them, or one batch; call it once per batch, in
@@ -133,18 +178,18 @@ def index_release_entries(entries: Iterable[ReleaseEntry]) -> None:
     changed = [
         entry
         for entry in entries
-        if entry.record_kind in (Kind.CASE, Kind.SOURCE) and entry.change != ReleaseChange.UNCHANGED
+        if entry.record_kind in _INDEXED and entry.change != ReleaseChange.UNCHANGED
     ]
     for start in range(0, len(changed), _CHUNK):
         _index_released(changed[start : start + _CHUNK])
 
 
 def _index_released(entries: list[ReleaseEntry]) -> None:
-    """Three queries: the snapshots, the old entries out, the new ones in."""
+    """A few queries: the snapshots, the old entries out (per kind), the new ones in."""
     revisions = Revision.objects.filter(id__in=[entry.revision_id for entry in entries])
     rows: list[SearchEntry] = []
     cases: list[str] = []
-    sources: list[str] = []
+    others: dict[str, list[str]] = {Kind.SOURCE: [], Kind.COMPONENT: []}
     for kind, key, number, snapshot in revisions.values_list(
         "record_kind", "record_key", "number", "snapshot"
     ):
@@ -154,11 +199,13 @@ def _index_released(entries: list[ReleaseEntry]) -> None:
             if document["status"] != WITHDRAWN:
                 rows.extend(case_entries(document, scope=Scope.RELEASED, revision=number))
         else:
-            sources.append(key)
+            others[kind].append(key)
             if document["status"] != WITHDRAWN:
-                rows.append(source_entry(document, scope=Scope.RELEASED, revision=number))
+                entry = source_entry if kind == Kind.SOURCE else component_entry
+                rows.append(entry(document, scope=Scope.RELEASED, revision=number))
     if cases:
         SearchEntry.objects.filter(scope=Scope.RELEASED, case_key__in=cases).delete()
-    if sources:
-        SearchEntry.objects.filter(scope=Scope.RELEASED, kind=Kind.SOURCE, key__in=sources).delete()
+    for kind, keys in others.items():
+        if keys:
+            SearchEntry.objects.filter(scope=Scope.RELEASED, kind=kind, key__in=keys).delete()
     SearchEntry.objects.bulk_create(rows, batch_size=_BATCH)

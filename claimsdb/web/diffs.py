@@ -21,6 +21,7 @@ from claimsdb.records.figures import number_text
 
 FIELD_NAMES = {
     "account": "Full account",
+    "affected": "Affected component",
     "assessments": "Assessment",
     "attributions": "Attribution",
     "basis": "Basis and provenance",
@@ -214,7 +215,11 @@ STATUS_LABELS = {
     **dict(choices.ClaimStatus.choices),
 }
 # Lists whose items have an ID people know them by, and the lists counted instead.
-NAMED_ITEMS = (("claims", "id", "claim"), ("figures", "id", "figure"))
+NAMED_ITEMS = (
+    ("claims", "id", "claim"),
+    ("figures", "id", "figure"),
+    ("affected", "component", "affected component"),
+)
 COUNTED_ITEMS = (
     ("assessments", "assessment"),
     ("attributions", "attribution"),

@@ -9,8 +9,8 @@ from typing import Any
 from django import forms
 from django.forms import formset_factory
 
-from claimsdb import choices
-from claimsdb.codes import AttributionCode, EvidenceCode, RelationCode, RuleCode
+from claimsdb import choices, versions
+from claimsdb.codes import AffectedCode, AttributionCode, EvidenceCode, RelationCode, RuleCode
 from claimsdb.records import jsontext
 from claimsdb.records.errors import RuleViolations
 
@@ -266,6 +266,154 @@ class UnknownForm(ListRowForm):
     text = TextField(rows=2, required=True, help_text="Plain text.")
 
 
+def ranges_text(ranges: list[dict[str, Any]]) -> str:
+    """Ranges as the affected form shows them: a line per range, its events separated by
+    commas, each its name and version (``introduced 0, fixed 0.5.3``)."""
+    return "\n".join(
+        ", ".join(f"{name} {value}" for event in r["events"] for name, value in event.items())
+        for r in ranges
+    )
+
+
+def parse_ranges(text: str) -> list[dict[str, Any]]:
+    """The ranges a line per range of ``ranges_text`` gives. A piece that is not a name and
+    a version is kept as written (``{"fixed": ""}``, ``{"fixes": "1.0"}``), for the field
+    rules to refuse with their code at this field, rather than dropped."""
+    ranges = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        events = []
+        for piece in line.split(","):
+            name, _, version = piece.strip().partition(" ")
+            if name:
+                events.append({name: version.strip()})
+        ranges.append({"events": events})
+    return ranges
+
+
+def split_list(text: str) -> list[str]:
+    """Items written one per line or separated by commas, in order, blanks dropped."""
+    return [item.strip() for line in text.splitlines() for item in line.split(",") if item.strip()]
+
+
+class AffectedForm(ListRowForm):
+    """One affected component of a case: which component, what the case says of it, its
+    versions, and the claims of the case it rests on."""
+
+    component = PickerField(
+        kind="component", code=AffectedCode.COMPONENT_UNKNOWN, help_text=PICKER_HELP
+    )
+    status = forms.ChoiceField(choices=choices.AffectedStatus.choices)
+    ranges = TextField(
+        rows=2,
+        help_text="One range a line, its events separated by commas, in the component's "
+        "version scheme: introduced 0, fixed 0.5.3 (or last_affected 0.5.2; limit …). "
+        "“introduced 0” is the first version.",
+    )
+    versions = forms.CharField(
+        required=False, help_text="Explicit versions, separated by commas.", strip=False
+    )
+    claims = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Evidence: claims of this case",
+        help_text="At least one supported claim, unless the status is under investigation.",
+    )
+    note = forms.CharField(required=False)
+
+    def __init__(
+        self,
+        *args,
+        component_picker: Picker,
+        claim_choices: list[tuple[str, str]],
+        **kwargs,
+    ):
+        super().__init__(*args, **kwargs)
+        self.fields["component"].use(component_picker)
+        options = list(claim_choices)
+        for claim_id in self.initial.get("claims") or []:
+            options = with_current(options, claim_id)
+        self.fields["claims"].choices = options
+
+    def entry(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "component": data["component"].strip(),
+            "status": data["status"],
+            "ranges": parse_ranges(data["ranges"]),
+            "versions": split_list(data["versions"]),
+            "claims": list(data["claims"]),
+            "note": data["note"],
+        }
+
+    @staticmethod
+    def initial_of(entry: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **entry,
+            "ranges": ranges_text(entry["ranges"]),
+            "versions": ", ".join(entry["versions"]),
+        }
+
+
+class ComponentForm(forms.Form):
+    name = forms.CharField(max_length=300)
+    kind = forms.ChoiceField(choices=choices.ComponentKind.choices)
+    purl = forms.CharField(
+        max_length=1000,
+        required=False,
+        label="Package URL",
+        help_text="Only when certain, e.g. pkg:pypi/sglang or pkg:github/kvcache-ai/mooncake.",
+    )
+    version_scheme = forms.ChoiceField(
+        choices=[(name, name) for name in versions.SCHEME_NAMES],
+        help_text="How its versions are ordered: pypi (PEP 440), semver, github (tags read as "
+        "SemVer), npm, deb, rpm, golang, generic…",
+    )
+    homepage = forms.CharField(max_length=2000, required=False, help_text="http(s) address")
+    aliases = TextField(
+        rows=2, help_text="Names other tools use for it, one a line (the harness writes mooncake)."
+    )
+    relations = TextField(
+        rows=2,
+        label="Same component as",
+        help_text="Component keys, one a line, each optionally followed by a colon and a note: "
+        "CMP-OTHER: the same project under its old name. Related, never merged.",
+    )
+    status = forms.ChoiceField(choices=choices.RecordStatus.choices, initial="active")
+
+    @staticmethod
+    def relations_text(relations: list[dict[str, Any]]) -> str:
+        return "\n".join(
+            r["component"] + (f": {r['note']}" if r["note"] else "") for r in relations
+        )
+
+    def component_fields(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        relations = []
+        for line in data["relations"].splitlines():
+            if line.strip():
+                key, _, note = line.partition(":")
+                relations.append(
+                    {"component": key.strip(), "kind": "same_component", "note": note.strip()}
+                )
+        return {
+            "name": data["name"],
+            "kind": data["kind"],
+            "purl": data["purl"].strip(),
+            "version_scheme": data["version_scheme"],
+            "homepage": data["homepage"].strip(),
+            "aliases": [line.strip() for line in data["aliases"].splitlines() if line.strip()],
+            "relations": sorted(relations, key=lambda r: (r["component"], r["kind"])),
+            "status": data["status"],
+        }
+
+
+class NewComponentForm(ComponentForm):
+    key = forms.CharField(max_length=choices.KEY_MAX_LENGTH, help_text="e.g. CMP-MOONCAKE")
+    field_order = ["key"]
+
+
 def list_formset(form_class: type[forms.Form], extra: int = 3):
     return formset_factory(form_class, extra=extra, can_order=True, can_delete=True)
 
@@ -276,6 +424,7 @@ AttributionFormSet = list_formset(AttributionForm)
 RelationFormSet = list_formset(RelationForm)
 ControlFormSet = list_formset(ControlForm)
 UnknownFormSet = list_formset(UnknownForm)
+AffectedFormSet = list_formset(AffectedForm, extra=2)
 
 
 UNGRADED = ""

@@ -1,4 +1,4 @@
-"""Pickers: a source, figure or case chosen by typing its key, with suggestions.
+"""Pickers: a source, figure, case or component chosen by typing its key, with suggestions.
 
 A picker is a text input tied to a ``<datalist>``. The page fills the list with a page of
 the most recently added records of the kind; ``static/claimsdb/picker.js`` (loaded from a
@@ -27,7 +27,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
-from claimsdb.models import Case, Figure, Source
+from claimsdb.models import Case, Component, Figure, Source
 from claimsdb.rules.scoped import same_event_closure
 from claimsdb.selectors.scope import forbidding_rules
 
@@ -57,6 +57,8 @@ class PickerKind:
         if self.model is Figure:
             text = row.description or row.measure
             return f"{row.case.key}: {text[:80]}"
+        if self.model is Component:
+            return row.name + (" (withdrawn)" if row.status == "withdrawn" else "")
         return row.title
 
 
@@ -64,6 +66,7 @@ KINDS = {
     "source": PickerKind("source", Source, "key", ("title", "publisher")),
     "figure": PickerKind("figure", Figure, "figure_id", ("description", "measure")),
     "case": PickerKind("case", Case, "key", ("title",)),
+    "component": PickerKind("component", Component, "key", ("name", "purl")),
 }
 
 

@@ -20,6 +20,7 @@ from claimsdb import choices, public
 from claimsdb.models import AssessmentMethod, Release, Revision, Source
 from claimsdb.records.figures import figure_text, number_text
 from claimsdb.records.kinds import record_kinds
+from claimsdb.selectors.components import components_by_key
 from claimsdb.selectors.methods import methods_by_key
 from claimsdb.selectors.revisions import claim_withdrawals
 from claimsdb.selectors.scope import scope_of_document
@@ -42,6 +43,8 @@ LABELS: dict[str, dict[str, str]] = {
     "case_relation": dict(choices.RelationKind.choices),
     "reliability": dict(choices.Reliability.choices),
     "revision_action": dict(choices.RevisionAction.choices),
+    "component_kind": dict(choices.ComponentKind.choices),
+    "affected_status": dict(choices.AffectedStatus.choices),
 }
 
 
@@ -339,11 +342,71 @@ class CasePage:
     unknown_legend: list[dict[str, Any]]
     reproduction: list[dict[str, Any]]
     sources: list[SourceView]
+    # the components the case is about (``affected_view`` of each entry, with its component)
+    affected: list[dict[str, Any]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)  # material_history_rows
     revision: int | None = None
     as_of: Revision | None = None  # set when showing a past revision
     citation: dict[str, Any] | None = None  # citation.citation_block of the revision shown
     released: bool = False  # the released view: link only published revisions
+
+
+# How a range's events read on a page.
+EVENT_WORDS = {
+    "introduced": "from {}",
+    "fixed": "fixed in {}",
+    "last_affected": "up to and including {}",
+    "limit": "(searched up to {})",
+}
+
+
+def range_words(range_: dict[str, Any]) -> str:
+    """A range in words: ``from the first version, fixed in 0.5.3``."""
+    words = []
+    for event in range_.get("events", []):
+        for name, version in event.items():
+            shown = "the first version" if name == "introduced" and version == "0" else version
+            words.append(EVENT_WORDS.get(name, name + " {}").format(shown))
+    return ", ".join(words)
+
+
+def affected_view(entry: dict[str, Any], scheme: str) -> dict[str, Any]:
+    """What a page shows of an affected entry beside its fields: its status and ranges in
+    words, and whether it states any version at all."""
+    return {
+        "status_label": label("affected_status", entry["status"]),
+        "range_words": [range_words(r) for r in entry["ranges"]],
+        "no_versions": not entry["ranges"] and not entry["versions"],
+        "scheme": scheme,
+    }
+
+
+def affected_entries(
+    document: dict[str, Any], *, released: bool, release: Release | int | None = None
+) -> list[dict[str, Any]]:
+    """The case's affected entries as its page shows them, each with its component's name
+    and scheme (working or released, as the page): one query for all the components."""
+    entries = document.get("affected", [])
+    if not entries:
+        return []
+    keys = {entry["component"] for entry in entries}
+    if released:
+        found = public.released_documents("component", keys, release)
+    else:
+        found = components_by_key(keys)
+    views = []
+    for entry in entries:
+        component = found.get(entry["component"])
+        scheme = component["version_scheme"] if component else ""
+        views.append(
+            {
+                **entry,
+                **affected_view(entry, scheme),
+                "component_name": component["name"] if component else entry["component"],
+                "component_missing": component is None,
+            }
+        )
+    return views
 
 
 def cited_source_keys(document: dict[str, Any]) -> list[str]:
@@ -606,6 +669,7 @@ def case_page(
         unknown_legend=unknown_legend,
         reproduction=document["reproduction_runs"],
         sources=list(sources.values()),
+        affected=affected_entries(document, released=released, release=release),
         history=history or [],
         revision=revision,
         as_of=as_of,

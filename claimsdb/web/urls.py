@@ -2,10 +2,10 @@
 
 from django.urls import path
 
-from claimsdb.records.kinds import CASE, METHOD, RULE, SOURCE, RecordKind
+from claimsdb.records.kinds import CASE, COMPONENT, METHOD, RULE, SOURCE, RecordKind
 
 from . import pickers
-from .views import case_edit, claims_batch, lists, reading, records
+from .views import case_edit, claims_batch, components, lists, reading, records
 
 
 def history_routes(record_kind: RecordKind) -> list:
@@ -103,6 +103,11 @@ urlpatterns = [
         name="relations-edit",
     ),
     path(
+        "cases/<str:key>/affected/edit/",
+        case_edit.AffectedEditView.as_view(),
+        name="affected-edit",
+    ),
+    path(
         "cases/<str:key>/controls/edit/", case_edit.ControlsEditView.as_view(), name="controls-edit"
     ),
     path(
@@ -121,6 +126,16 @@ urlpatterns = [
     path("rules/<str:key>/", records.rule_detail, name="rule-detail"),
     path("rules/<str:key>/edit/", records.RuleEditView.as_view(), name="rule-edit"),
     *history_routes(RULE),
+    # components
+    path("components/", components.component_list, name="component-list"),
+    path("components/new/", components.ComponentCreateView.as_view(), name="component-new"),
+    path("components/<str:key>/", components.component_detail, name="component-detail"),
+    path(
+        "components/<str:key>/edit/",
+        components.ComponentEditView.as_view(),
+        name="component-edit",
+    ),
+    *history_routes(COMPONENT),
     # assessment methods: keys hold a slash (diggingbeagle.assessment/1), so the more
     # specific routes come before the record page
     path("methods/", records.method_list, name="method-list"),

@@ -25,6 +25,8 @@ from .. import stash
 from ..access import request_has_role
 from ..editing import RecordEditView, ViolationPlacer, list_rows, row_data
 from ..forms import (
+    AffectedForm,
+    AffectedFormSet,
     AssessmentForm,
     AttributionFormSet,
     CaseForm,
@@ -556,6 +558,42 @@ class RelationsEditView(ListEditView):
 
     def form_kwargs(self, document):
         return {"case_picker": Picker.of("case", case=document["key"])}
+
+
+class AffectedEditView(ListEditView):
+    """/cases/<key>/affected/edit/: the components the case is about, what it says of
+    their versions, and the claims each entry rests on."""
+
+    list_name = "affected"
+    formset_class = AffectedFormSet
+    page_title = "Edit affected components"
+    anchor = "affected"
+    row_field = "component"
+    intro = (
+        "The components this case is about and which of their versions are affected or "
+        "fixed, each resting on supported claims of this case (an entry under investigation "
+        "may rest on none yet). Versions and ranges follow the component's version scheme."
+    )
+
+    def form_kwargs(self, document):
+        return {
+            "component_picker": Picker.of("component"),
+            "claim_choices": claim_choices(document),
+        }
+
+    def initial_rows(self, document):
+        return [AffectedForm.initial_of(entry) for entry in document.get("affected", [])]
+
+    def build_document(self, document, section, placer):
+        items = []
+        placer.section(self.list_name, "rows")
+        for position, row in enumerate(list_rows(section["rows"])):
+            items.append(row.entry())
+            fields = {name: name for name in row.fields}
+            fields[""] = self.row_field
+            placer.add(f"{self.list_name}[{position}]", row, fields)
+        document[self.list_name] = items
+        return document
 
 
 class ControlsEditView(ListEditView):

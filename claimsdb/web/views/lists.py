@@ -205,13 +205,18 @@ def case_list(request: HttpRequest) -> HttpResponse:
             values[key] = chosen
         dimension["chosen"] = values.get(key, "")
         dimension["options"] = list(dimension["values"].items())
+    component = request.GET.get("component", "").strip()[:100]
+    affected_status = request.GET.get("affected_status", "")
+    if affected_status not in choices.AffectedStatus.values:
+        affected_status = ""
+    affected = {"component": component, "affected_status": affected_status}
     labels = {m.key: m.dimension_labels() for m in methods}
     if released:
-        records = public.released_cases(tag=tag, values=values)
+        records = public.released_cases(tag=tag, values=values, **affected)
         pages = paginate(request, records, noun="case")
         rows = _released_case_rows(pages.items, labels)
     else:
-        cases = case_list_filtered(status=status, tag=tag, values=values)
+        cases = case_list_filtered(status=status, tag=tag, values=values, **affected)
         pages = paginate(request, page_keys(cases), noun="case", load=case_list_rows)
         rows = _working_case_rows(pages.items, labels)
     return render(
@@ -225,7 +230,10 @@ def case_list(request: HttpRequest) -> HttpResponse:
             "tags": tags,
             "tag": tag,
             "dimensions": list(dimensions.values()),
-            "filtered": bool(status or tag or values),
+            "component": component,
+            "affected_status": affected_status,
+            "affected_statuses": choices.AffectedStatus.choices,
+            "filtered": bool(status or tag or values or component or affected_status),
             "can_edit": request_has_role(request, "analyst"),
         },
     )

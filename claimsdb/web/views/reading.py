@@ -231,6 +231,23 @@ def _record_fields(kind: str, document: dict) -> list[tuple[str, str]]:
             ("Case", document["case"]),
             ("Reason", document["reason"]),
         ]
+    if kind == "component":
+        return [
+            ("Name", document["name"]),
+            ("Kind", document["kind"].replace("_", " ")),
+            ("Package URL", document["purl"]),
+            ("Version scheme", document["version_scheme"]),
+            ("Homepage", document["homepage"]),
+            ("Also called", ", ".join(document["aliases"])),
+            (
+                "Same component as",
+                ", ".join(
+                    r["component"] + (f" ({r['note']})" if r["note"] else "")
+                    for r in document["relations"]
+                ),
+            ),
+            ("Status", document["status"]),
+        ]
     rows = [("Title", document["title"]), ("Status", document.get("status", ""))]
     for dimension in document["dimensions"]:
         values = ", ".join(f"{v['label']} ({v['key']})" for v in dimension["values"])
