@@ -161,6 +161,7 @@ KEYS = {
     "sources": [SOURCE, NEW_SOURCE],
     "rules": [RULE],
     "methods": [METHOD],
+    "components": ["CMP-MOONCAKE"],
 }
 
 

@@ -134,7 +134,7 @@ def test_a_package_url_without_a_version_goes_with_any_stated_version():
 
     assert problems == []
     assert run.scenario_summaries[0].backend_purl == "pkg:pypi/mooncake-transfer-engine"
-    assert run.scenario_summaries[0].backend_version == "0.3.7"
+    assert run.scenario_summaries[0].backend_version == "v0.3.7"
 
 
 def test_an_overlong_version_or_package_url_is_refused_once():
