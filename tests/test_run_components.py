@@ -22,6 +22,8 @@ from claimsdb.models import (
 from claimsdb.records import record_document
 from claimsdb.services import component_create, component_withdraw
 
+from .support import signed_in, token_client
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "repro"
 SAMPLE = FIXTURES / "valid" / "backend-versions.json"
 MIXED = FIXTURES / "valid" / "backend-versions-mixed.json"
@@ -268,3 +270,49 @@ def test_the_command_lists_the_unmatched_names(seeded, analyst):
     text = out.getvalue()
     assert "1 name(s) matched no component:" in text
     assert "scenarios[3].backend: backend other:ucx 1.19.0: no active component" in text
+
+
+# --- the new format's refusals and the report, through the API and the pages ---------------
+
+REFUSED_1_1 = [
+    FIXTURES / "invalid" / name
+    for name in ("backend-purl.json", "backend-builds.json", "backend-versions-undeclared.json")
+]
+
+
+def _sidecar_pairs(path: Path) -> set[tuple[str, str]]:
+    sidecar = json.loads(path.with_name(path.stem + ".expected.json").read_text())
+    return {(p["code"], p["path"]) for p in sidecar["problems"]}
+
+
+def test_the_api_refuses_a_bad_1_1_file_with_every_code_and_path(seeded, analyst):
+    client = token_client(analyst)
+    for path in REFUSED_1_1:
+        response = client.post(
+            "/api/v1/imports/", data=path.read_bytes(), content_type="application/json"
+        )
+        assert response.status_code == 400, path
+        body = response.json()
+        assert {(e["code"], e["path"]) for e in body["errors"]} == _sidecar_pairs(path)
+    assert not RunComponent.objects.exists()
+    assert not ReproductionScenario.objects.exists()
+
+
+def test_the_upload_page_refuses_them_and_shows_the_unmatched_names(seeded, analyst):
+    client = signed_in(analyst)
+    for path in REFUSED_1_1:
+        with path.open("rb") as handle:
+            response = client.post("/imports/", {"file": handle})
+        page = client.get(response["Location"]).content.decode()
+        for code, where in _sidecar_pairs(path):
+            assert f'<code>{where}</code></td><td><code class="code">{code}</code>' in page
+    assert not RunComponent.objects.exists()
+
+    with MIXED.open("rb") as handle:
+        response = client.post("/imports/", {"file": handle})
+    page = client.get(response["Location"]).content.decode()
+    assert "1 name matched no component, and none was guessed" in page
+    assert "<code>other:ucx</code>" in page and "<code>scenarios[3].backend</code>" in page
+    assert '<span class="key">CMP-MOONCAKE</span> <span class="muted">by name</span>' in page
+    api = token_client(analyst).get(f"/api/v1/imports/{ImportReport.objects.first().pk}/")
+    assert [m["name"] for m in api.json()["unmatched"]] == ["other:ucx"]
