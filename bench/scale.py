@@ -8,7 +8,8 @@
 Every figure is a ratio of two measurements made in the same run, on throwaway databases
 (``<name>_scale_<pid>_…``, copied from one migrated template, all dropped at the end):
 
-* synthetic knowledge bases (``claimsdb.synthetic_kb``) of ``--cases`` (100,000),
+* synthetic knowledge bases (``claimsdb.synthetic_kb``: with a component for every ten
+  cases, 10,000 at 100,000 cases, and three affected entries a case) of ``--cases`` (100,000),
   ``--small-cases`` (10,000) and ``--update-cases`` (1,000) cases are loaded with
   ``manage.py load_records``; the load rate (records/s) at the two large sizes, and against
   a raw floor: the very rows the load wrote (revisions included, one per record), dumped
@@ -735,6 +736,7 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
 LIVE_TABLE_MODELS = (
     "Case", "CaseTag", "Claim", "EvidenceLink", "Assessment", "Control", "Unknown", "Figure",
     "Attribution", "Relation", "ReproductionRun", "Source", "AssessmentMethod", "ScopeRule",
+    "AffectedEntry", "Component",
 )  # fmt: skip
 
 

@@ -16,7 +16,11 @@ seed's assessment method, ``cases // 2`` sources, and per case:
   production figure on the second (which never attributes it);
 * one assessment with the seed's method: every second case graded (its evidence basis
   names the claim its own production figure rests on), the others ungraded with a reason;
-* controls, unknowns and tags.
+* controls, unknowns and tags;
+* three affected components (of ``cases // 10`` components, at least three: 10,000 in a
+  knowledge base of 100,000 cases, each named by about 30 cases), with statuses in turn,
+  each resting on its first (supported) claim, with a range in the component's scheme and
+  an explicit version.
 
 A case's document depends only on the seed, its index and (for the sources it cites) the
 number of sources, so case ``SYN-000500`` reads the same in a knowledge base of 1,000
@@ -261,6 +265,69 @@ def source_count(cases: int) -> int:
     return max(2, cases // 2)
 
 
+def component_key(index: int) -> str:
+    return f"CMP-SYN-{index:06d}"
+
+
+def component_count(cases: int) -> int:
+    """Components of a knowledge base of ``cases`` cases: a tenth as many, at least three
+    (a case names three)."""
+    return max(AFFECTED_PER_CASE, cases // 10)
+
+
+AFFECTED_PER_CASE = 3
+_SCHEMES = ("pypi", "semver", "generic")
+_COMPONENT_KINDS = ("library", "transfer_backend", "project", "service", "model", "hardware")
+_AFFECTED_STATUSES = ("affected", "fixed", "not_affected", "under_investigation")
+
+
+def component_document(index: int, *, seed: int = 1) -> dict[str, Any]:
+    rnd = random.Random(f"{seed}:component:{index}")
+    scheme = _SCHEMES[index % len(_SCHEMES)]
+    name = f"{rnd.choice(_PREFIXES).title()}{rnd.choice(_SUFFIXES)} {index}"
+    return {
+        "format": "claimsdb.component/1",
+        "key": component_key(index),
+        "name": name,
+        "kind": _COMPONENT_KINDS[index % len(_COMPONENT_KINDS)],
+        "purl": f"pkg:pypi/syn-{index}" if scheme == "pypi" else "",
+        "version_scheme": scheme,
+        "homepage": f"https://example.org/synthetic/components/{index}",
+        "aliases": [f"syn-{index}"],
+        "relations": [],
+        "status": "active",
+    }
+
+
+def _named_components(index: int) -> list[int]:
+    """The three components case ``index`` names: the three before its tenth (so every
+    knowledge base that holds the case holds them, whatever its size), or the first three."""
+    tenth = index // 10
+    if tenth < AFFECTED_PER_CASE:
+        return list(range(AFFECTED_PER_CASE))
+    return [tenth - 1 - k for k in range(AFFECTED_PER_CASE)]
+
+
+def _affected(index: int, claim: str) -> list[dict[str, Any]]:
+    """Case ``index``'s three entries: three distinct components, each with a range and an
+    explicit version valid in every scheme of ``_SCHEMES``."""
+    entries = []
+    for k, component in enumerate(_named_components(index)):
+        status = _AFFECTED_STATUSES[(index + k) % len(_AFFECTED_STATUSES)]
+        minor = 1 + (index + k) % 9
+        entries.append(
+            {
+                "component": component_key(component),
+                "status": status,
+                "ranges": [{"events": [{"introduced": "0"}, {"fixed": f"1.{minor}.0"}]}],
+                "versions": [f"1.{minor - 1}.{index % 10}"],
+                "claims": [claim],
+                "note": "" if k else f"Synthetic entry of case {index}.",
+            }
+        )
+    return entries
+
+
 def _date(rnd: random.Random) -> str:
     return f"20{rnd.randint(20, 26)}-{rnd.randint(1, 12):02d}-{rnd.randint(1, 28):02d}"
 
@@ -425,6 +492,7 @@ def case_document(index: int, *, cases: int, seed: int = 1) -> dict[str, Any]:
         "attributions": attributions,
         "relations": relations,
         "reproduction_runs": [],
+        "affected": _affected(index, claims[0]["id"]),
     }
 
 
@@ -445,14 +513,24 @@ def rule_documents(*, cases: int) -> Iterator[dict[str, Any]]:
         }
 
 
+_LISTS = ("methods", "sources", "components", "cases", "rules")
+
+
 def write_bundle(path: str | Path, *, cases: int, seed: int = 1) -> dict[str, int]:
     """Stream a valid ``claimsdb.bundle/1`` of ``cases`` cases to ``path``; return the counts.
 
-    The lists come in load order (methods, sources, cases, rules), one record a line.
+    The lists come in load order (methods, sources, components, cases, rules), one record
+    a line.
     """
     if cases < 1:
         raise ValueError("a knowledge base needs at least one case")
-    counts = {"methods": 1, "sources": source_count(cases), "cases": cases, "rules": 0}
+    counts = {
+        "methods": 1,
+        "sources": source_count(cases),
+        "components": component_count(cases),
+        "cases": cases,
+        "rules": 0,
+    }
 
     def dump(document: dict[str, Any]) -> str:
         return json.dumps(document, ensure_ascii=False, sort_keys=True)
@@ -463,6 +541,9 @@ def write_bundle(path: str | Path, *, cases: int, seed: int = 1) -> dict[str, in
         out.write('\n],\n"sources": [\n')
         for index in range(counts["sources"]):
             out.write((",\n" if index else "") + dump(source_document(index, seed=seed)))
+        out.write('\n],\n"components": [\n')
+        for index in range(counts["components"]):
+            out.write((",\n" if index else "") + dump(component_document(index, seed=seed)))
         out.write('\n],\n"cases": [\n')
         for index in range(cases):
             out.write((",\n" if index else "") + dump(case_document(index, cases=cases, seed=seed)))
@@ -471,7 +552,7 @@ def write_bundle(path: str | Path, *, cases: int, seed: int = 1) -> dict[str, in
             out.write((",\n" if counts["rules"] else "") + dump(rule))
             counts["rules"] += 1
         out.write("\n]}\n")
-    counts["records"] = sum(counts[name] for name in ("methods", "sources", "cases", "rules"))
+    counts["records"] = sum(counts[name] for name in _LISTS)
     return counts
 
 
@@ -485,9 +566,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     options = parser.parse_args(argv)
     counts = write_bundle(options.out, cases=options.cases, seed=options.seed)
-    print(
-        ", ".join(f"{counts[name]:,} {name}" for name in ("methods", "sources", "cases", "rules"))
-    )
+    print(", ".join(f"{counts[name]:,} {name}" for name in _LISTS))
     return 0
 
 

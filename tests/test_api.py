@@ -1069,7 +1069,7 @@ def test_patch_a_claim(analyst_client):
 
 
 def test_withdraw_a_claim_keeps_it_in_its_case(analyst_client):
-    url = f"{API}/claims/CLM-CP22-003-B/"
+    url = f"{API}/claims/CLM-CP22-003-A/"
     response = write(analyst_client, "DELETE", url)
     assert response.status_code == 200
     assert body(response)["status"] == "withdrawn"

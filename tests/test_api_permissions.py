@@ -35,6 +35,7 @@ API = "/api/v1"
 CASE = "CP22-003"
 RULE = "RULE-CP22-002-RESPONSES-NOT-CP22-003"
 SOURCE = "SRC-SGLANG-PR-39229"
+COMPONENT = "CMP-SGLANG"  # named by no case
 METHOD = "claimsdb.test/1"
 ROLES = ["anonymous", "nobody", "viewer", "analyst", "reviewer"]
 RANK = {"viewer": 0, "analyst": 1, "reviewer": 2}
@@ -85,7 +86,9 @@ class Endpoint:
 
 def new_case(seed):
     document = case_doc(seed, CASE)
-    document.update(key="CP22-010", claims=[], assessments=[], relations=[], attributions=[])
+    document.update(
+        key="CP22-010", claims=[], assessments=[], relations=[], attributions=[], affected=[]
+    )
     document["status"] = "draft"  # an analyst may not create a ready case
     return document
 
@@ -186,7 +189,8 @@ ENDPOINTS = [
         200,
         lambda s: {"status_note": "Checked."},
     ),
-    Endpoint("withdraw claim", "DELETE", f"{API}/claims/CLM-CP22-003-B/", "analyst"),
+    # claim A: B is the evidence of CP22-003's affected components, which it cannot leave
+    Endpoint("withdraw claim", "DELETE", f"{API}/claims/CLM-CP22-003-A/", "analyst"),
     # sources: analysts
     Endpoint(
         "create source",
@@ -214,6 +218,33 @@ ENDPOINTS = [
         lambda s: {"notes": "n"},
     ),
     Endpoint("withdraw source", "DELETE", f"{API}/sources/{SOURCE}/", "analyst"),
+    # components: analysts (one no case names, so that it may be withdrawn)
+    Endpoint(
+        "create component",
+        "POST",
+        f"{API}/components/",
+        "analyst",
+        201,
+        lambda s: {**retitled("components", COMPONENT, "name")(s), "key": "CMP-NEW"},
+    ),
+    Endpoint(
+        "replace component",
+        "PUT",
+        f"{API}/components/{COMPONENT}/",
+        "analyst",
+        200,
+        retitled("components", COMPONENT, "name"),
+        ("component", COMPONENT),
+    ),
+    Endpoint(
+        "patch component",
+        "PATCH",
+        f"{API}/components/{COMPONENT}/",
+        "analyst",
+        200,
+        lambda s: {"aliases": ["sgl"]},
+    ),
+    Endpoint("withdraw component", "DELETE", f"{API}/components/{COMPONENT}/", "analyst"),
     # rules, methods and reverts: reviewers
     Endpoint(
         "create rule",

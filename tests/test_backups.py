@@ -19,8 +19,17 @@ from django.core.management.base import CommandError
 
 from claimsdb.importers.repro_results import ResultsImporter
 from claimsdb.integrity import verify_history
-from claimsdb.models import ClaimIdReservation, LedgerHead, Release, Revision, TrialRow
+from claimsdb.models import (
+    AffectedEntry,
+    ClaimIdReservation,
+    Component,
+    LedgerHead,
+    Release,
+    Revision,
+    TrialRow,
+)
 from claimsdb.records import RuleViolations, record_document
+from claimsdb.selectors.components import components_by_name
 from claimsdb.services import bundle_load, case_update, writer
 from claimsdb.services.backups import backup_keys
 from claimsdb.services.releases import release_publish
@@ -117,6 +126,10 @@ def test_backup_then_restore_into_an_empty_database(tmp_path, reviewer, analyst,
     assert (restored.number, restored.chain_hash) == (head.number, head.chain_hash)
     assert TrialRow.objects.count() == rows
     assert Release.objects.count() == 1
+    # components, the cases' affected entries and the names that find components
+    assert Component.objects.count() == len(seed_bundle["components"])
+    assert AffectedEntry.objects.filter(case__key="CP22-003").count() == 3
+    assert components_by_name(["mooncake"]) == {"mooncake": ["CMP-MOONCAKE"]}
     assert _rights() == rights
     assert ClaimIdReservation.objects.filter(claim_id=removed).exists()
     # the removed claim's ID is still taken after the restore, and the ledger goes on

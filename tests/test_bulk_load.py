@@ -29,7 +29,7 @@ from claimsdb.models import (
 )
 from claimsdb.records import RuleViolations, bundle_document, dumps_pretty, record_document
 from claimsdb.services import bundle_load_file, case_update, ledger, rows
-from claimsdb.services.search_index import case_entries, source_entry
+from claimsdb.services.search_index import case_entries, component_entry, source_entry
 
 from .support import queries_of
 
@@ -42,10 +42,15 @@ def cases_of(count: int) -> list[dict]:
 
 
 def bundle_of(cases: list[dict], sources: int = 10) -> dict:
+    """The cases with the method, ``sources`` sources and the components they name."""
+    named = sorted({a["component"] for case in cases for a in case.get("affected", [])})
     return {
         "format": "claimsdb.bundle/1",
         "methods": [synthetic_kb.METHOD],
         "sources": [synthetic_kb.source_document(i) for i in range(sources)],
+        "components": [
+            synthetic_kb.component_document(int(key.rsplit("-", 1)[1])) for key in named
+        ],
         "cases": cases,
         "rules": [],
     }
@@ -122,9 +127,9 @@ def test_memory_of_a_load_follows_the_batch_not_the_file(reviewer, tmp_path):
 
 def test_export_after_a_batched_load_is_the_file_byte_for_byte(reviewer, tmp_path):
     path = write_bundle(tmp_path, 14)
-    assert load(reviewer, path, batch_size=3) == 14 + 10 + 1
+    assert load(reviewer, path, batch_size=3) == 14 + 10 + 3 + 1
     assert dumps_pretty(bundle_document()) == path.read_text(encoding="utf-8")
-    assert Revision.objects.count() == 25
+    assert Revision.objects.count() == 28
     call_command("verify_history", stdout=open("/dev/null", "w"))
 
 
@@ -264,7 +269,7 @@ def test_the_outline_finds_duplicates_and_links_exactly_whatever_the_hashes(
     groups = {shape.links.group(i)[0] for i in range(8)}
     if colliding:
         assert len(groups) == 1  # every name "the same": one group, written in one batch
-    assert load(reviewer, save(tmp_path, bundle, "unique.json"), batch_size=3) == 8 + 10 + 1
+    assert load(reviewer, save(tmp_path, bundle, "unique.json"), batch_size=3) == 8 + 10 + 3 + 1
     for document in cases:
         assert record_document("case", document["key"]) == document
 
@@ -314,7 +319,7 @@ def test_binary_copy_and_plain_inserts_write_the_same_ledger(reviewer, tmp_path,
     copied = _loaded_state(reviewer, path)
     monkeypatch.setattr(rows, "BINARY_COPY", False)
     inserted = _loaded_state(reviewer, path)
-    assert len(copied["revisions"]) == 9 + 10 + 1
+    assert len(copied["revisions"]) == 9 + 10 + 3 + 1
     assert copied == inserted
     assert copied["export"] == path.read_text(encoding="utf-8")
 
@@ -326,6 +331,7 @@ def test_the_search_index_of_a_load_holds_the_entries_of_its_documents(reviewer,
     expected = [
         *(e for d in bundle["cases"] for e in case_entries(d, scope=SearchScope.WORKING)),
         *(source_entry(d, scope=SearchScope.WORKING) for d in bundle["sources"]),
+        *(component_entry(d, scope=SearchScope.WORKING) for d in bundle["components"]),
     ]
     fields = ("scope", "kind", "key", "case_key", "status", "source_kind", "title", "text")
     assert sorted(SearchEntry.objects.values_list(*fields, "revision")) == sorted(

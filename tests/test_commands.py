@@ -25,7 +25,7 @@ def export(tmp_path, name="export.json") -> str:
 def test_load_prints_outcomes_and_is_idempotent(reviewer, capsys):
     call_command("load_records", str(SEED_PATH), user="reviewer")
     out = capsys.readouterr().out
-    assert "case CP22-003: created (revision 13)" in out
+    assert "case CP22-003: created (revision 17)" in out
     count = Revision.objects.count()
     call_command("load_records", str(SEED_PATH), user="reviewer")
     out = capsys.readouterr().out
@@ -190,11 +190,11 @@ def test_export_to_stdout_matches_file(seeded, tmp_path, capsys):
 
 def test_verify_history_command(seeded, capsys):
     call_command("verify_history")
-    assert "history verifies: 14 revisions" in capsys.readouterr().out
-    Revision.objects.filter(number=14).update(summary="edited")
+    assert "history verifies: 18 revisions" in capsys.readouterr().out
+    Revision.objects.filter(number=18).update(summary="edited")
     with pytest.raises(CommandError):
         call_command("verify_history")
-    assert "revision 14" in capsys.readouterr().err
+    assert "revision 18" in capsys.readouterr().err
 
 
 def test_setup_demo_is_idempotent(settings, db, tmp_path, capsys, monkeypatch):
@@ -204,7 +204,7 @@ def test_setup_demo_is_idempotent(settings, db, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(setup_demo, "PASSWORD_FILE", tmp_path / "demo-password")
     call_command("setup_demo")
     count = Revision.objects.count()
-    assert count == 14
+    assert count == 18  # the seed: 1 method, 10 sources, 4 components, 2 cases, 1 rule
     call_command("setup_demo")
     assert Revision.objects.count() == count
     from claimsdb.models import Release

@@ -421,6 +421,16 @@ def test_the_api_refuses_an_entry_with_its_code_and_path(seeded, analyst):
     assert state() == before
 
 
+def test_withdrawing_the_only_evidence_over_the_api_is_refused_at_the_entries(seeded, analyst):
+    before = state()
+    response = api_client(analyst).delete(f"/api/v1/claims/{EVIDENCE}/?summary=Withdraw")
+    assert response.status_code == 400, response.content
+    assert [(e["code"], e["path"]) for e in body(response)["errors"]] == [
+        ("affected.evidence_withdrawn", f"affected[{i}].claims") for i in range(3)
+    ]
+    assert state() == before
+
+
 def test_a_bundle_is_refused_at_the_entrys_path_in_the_bundle(seeded, analyst):
     case = with_entry(component="CMP-LATER", versions=["1.0"])
     bundle = {

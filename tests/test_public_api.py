@@ -25,6 +25,8 @@ from claimsdb.services import (
     case_create,
     case_update,
     claim_add,
+    component_create,
+    component_update,
     rule_update,
     source_create,
     source_update,
@@ -44,6 +46,8 @@ OTHER_CASE = "CP22-002"
 NEW_CASE = "CP22-099"  # created after the releases: never released
 SOURCE = "SRC-SGLANG-KV-TRANSFER-SAFETY"
 NEW_SOURCE = "SRC-DRAFT-ONLY"  # created after the releases: never released
+COMPONENT = "CMP-MOONCAKE"
+NEW_COMPONENT = "CMP-DRAFT-ONLY"  # created after the releases: never released
 RULE = "RULE-CP22-002-RESPONSES-NOT-CP22-003"
 METHOD = "diggingbeagle.assessment/1"
 CLAIM = "CLM-CP22-003-A"
@@ -129,6 +133,18 @@ def world(module_seed, django_db_blocker) -> World:
         case_create(user=seeder, document=new_case, summary=why)
         new_source = {**record_document("source", SOURCE), "key": NEW_SOURCE}
         source_create(user=seeder, document=new_source, summary=why)
+        component = record_document("component", COMPONENT)
+        component_update(
+            user=seeder,
+            key=COMPONENT,
+            document={**component, "name": f"{MARKER} component", "aliases": [MARKER]},
+            summary=why,
+        )
+        component_create(
+            user=seeder,
+            document={**component, "key": NEW_COMPONENT, "name": f"{MARKER} new component"},
+            summary=why,
+        )
         drafts = list(range(last_released + 1, head() + 1))
     return World(
         released_case=released_case,
@@ -161,7 +177,7 @@ KEYS = {
     "sources": [SOURCE, NEW_SOURCE],
     "rules": [RULE],
     "methods": [METHOD],
-    "components": ["CMP-MOONCAKE"],
+    "components": [COMPONENT, NEW_COMPONENT],
 }
 
 
@@ -221,6 +237,8 @@ def test_the_walk_finds_every_family_of_the_api():
         "api:rule-detail",
         "api:method-list",
         "api:method-detail",
+        "api:component-list",
+        "api:component-detail",
         "api:revision-list",
         "api:revision-detail",
     } <= names
@@ -235,6 +253,8 @@ def expected_status(world: World, route: Route, url: str) -> int | None:
         return 404 if NEW_CASE in url else 200
     if name == "api:source-detail":
         return 404 if NEW_SOURCE in url else 200
+    if name == "api:component-detail":
+        return 404 if NEW_COMPONENT in url else 200
     if name == "api:claim-detail":
         return 404 if NEW_CLAIM in url else 200
     if name == "api:revision-detail":
@@ -272,6 +292,10 @@ def check_released_content(world: World, route: Route, url: str, response, conte
         assert NEW_SOURCE not in keys_seen and SOURCE in keys_seen
     elif name == "api:rule-detail":
         assert data == world.released_rule
+    elif name == "api:component-detail":
+        assert data["name"] == "Mooncake"
+    elif name == "api:component-list":
+        assert NEW_COMPONENT not in [item["key"] for item in data["results"]]
     elif name == "api:revision-list":
         assert {item["number"] for item in data["results"]} == set(world.released)
     elif name == "api:case-revisions" and CASE in url:

@@ -16,6 +16,8 @@ from claimsdb.records import record_document
 from claimsdb.services import (
     case_update,
     claim_add,
+    component_create,
+    component_update,
     method_create,
     record_create,
     rule_update,
@@ -39,6 +41,8 @@ DRAFT_CLAIM = "CLM-CP22-003-Z"
 DRAFT_CASE = "CP99-001"  # never released
 DRAFT_SOURCE = "SRC-QUOKKA-DRAFT"  # never released
 DRAFT_METHOD = "quokka.assessment/1"  # never released
+COMPONENT = "CMP-NIXL"  # named by CP22-003
+DRAFT_COMPONENT = "CMP-QUOKKA"  # never released
 RELEASED_TITLE = "SGLang asynchronous RDMA transfers could overwrite a newly assigned user cache"
 IMMUTABLE = "public, max-age=31536000, immutable"
 
@@ -50,7 +54,12 @@ def draft_text(what: str) -> str:
 def edit(user, kind: str, key: str, **fields) -> int:
     document = record_document(kind, key)
     document.update(fields)
-    update = {"case": case_update, "source": source_update, "rule": rule_update}[kind]
+    update = {
+        "case": case_update,
+        "source": source_update,
+        "rule": rule_update,
+        "component": component_update,
+    }[kind]
     return update(user=user, key=key, document=document, summary="Draft edit").revision.number
 
 
@@ -63,7 +72,13 @@ def drafted(seeded, seed_bundle, analyst, reviewer):
     release_publish(user=reviewer, notes="Release 1 of the seed")
     released = {
         kind: public.released_revision(kind, key).number
-        for kind, key in [("case", CASE), ("source", SOURCE), ("rule", RULE), ("method", METHOD)]
+        for kind, key in [
+            ("case", CASE),
+            ("source", SOURCE),
+            ("rule", RULE),
+            ("method", METHOD),
+            ("component", COMPONENT),
+        ]
     }
     edit(analyst, "case", CASE, title=draft_text("title"), summary=draft_text("summary"))
     claim_add(
@@ -92,24 +107,37 @@ def drafted(seeded, seed_bundle, analyst, reviewer):
         figures=[],
         attributions=[],
         relations=[],
+        affected=[],
     )
     record_create(kind="case", user=analyst, document=document, summary="Draft case")
     create_source(analyst, DRAFT_SOURCE, title=draft_text("new source"))
     method = copy.deepcopy(record_document("method", METHOD))
     method.update(key=DRAFT_METHOD, title=draft_text("method"))
     method_create(user=reviewer, document=method, summary="Draft method")
+    edit(analyst, "component", COMPONENT, name=draft_text("component"), aliases=[MARKER])
+    component = {**record_document("component", COMPONENT), "key": DRAFT_COMPONENT}
+    component_create(
+        user=analyst, document={**component, "name": draft_text("new")}, summary="Draft"
+    )
     drafts = {
         "case": latest("case", CASE),
         "source": latest("source", SOURCE),
         "rule": latest("rule", RULE),
         "method": latest("method", DRAFT_METHOD),
+        "component": latest("component", COMPONENT),
     }
     return {"released": released, "draft": drafts}
 
 
 # --- every page, walked from the URL configuration ----------------------------------------
 
-KINDS = {"cases": "case", "sources": "source", "rules": "rule", "methods": "method"}
+KINDS = {
+    "cases": "case",
+    "sources": "source",
+    "rules": "rule",
+    "methods": "method",
+    "components": "component",
+}
 
 
 def kind_of(route: Route) -> str:
@@ -125,6 +153,7 @@ def parameter_table(numbers: dict) -> dict:
         "source": [SOURCE, DRAFT_SOURCE],
         "rule": [RULE],
         "method": [METHOD, DRAFT_METHOD],
+        "component": [COMPONENT, DRAFT_COMPONENT],
     }
 
     def revisions(route: Route) -> list[int]:
@@ -145,7 +174,7 @@ def parameter_table(numbers: dict) -> dict:
         "b": revisions,
         "claim_id": [RELEASED_CLAIM, DRAFT_CLAIM],
         "pk": [1],
-        "kind": ["source", "figure", "case"],
+        "kind": ["source", "figure", "case", "component"],
     }
 
 

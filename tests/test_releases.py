@@ -34,7 +34,7 @@ from .support import (
 
 pytestmark = pytest.mark.django_db
 
-SEED_RECORDS = 14  # 1 method, 10 sources, 2 cases, 1 rule
+SEED_RECORDS = 18  # 1 method, 10 sources, 4 components, 2 cases, 1 rule
 
 
 def entries(release: Release) -> dict[tuple[str, str], tuple[str, int]]:
@@ -55,6 +55,7 @@ def new_draft_case(user, seed_bundle, key: str) -> int:
         figures=[],
         attributions=[],
         relations=[],
+        affected=[],
     )
     return case_create(user=user, document=document, summary="Draft").revision.number
 
@@ -220,14 +221,14 @@ def test_release_export_of_a_missing_release_fails(db):
 def test_publish_release_command(seeded, reviewer, capsys):
     call_command("publish_release", user="reviewer", notes="From the command line")
     out = capsys.readouterr().out
-    assert "published release 1: 14 changed, 0 unchanged" in out
-    assert "new: case CP22-003 (revision 13)" in out
+    assert f"published release 1: {SEED_RECORDS} changed, 0 unchanged" in out
+    assert f"new: case CP22-003 (revision {latest('case', 'CP22-003')})" in out
     assert Release.objects.get().notes == "From the command line"
 
 
 def test_publish_release_command_dry_run_writes_nothing(seeded, capsys):
     call_command("publish_release", dry_run=True)
-    assert "release 1 would publish: 14 changed" in capsys.readouterr().out
+    assert f"release 1 would publish: {SEED_RECORDS} changed" in capsys.readouterr().out
     assert Release.objects.count() == 0
 
 

@@ -100,6 +100,74 @@ def claim_ids(key: str) -> list[str]:
     return [f"CLM-{key}-A", f"CLM-{key}-B"]
 
 
+# Components the random cases name in their affected lists, and the supported claim
+# (``CLM-<key>-S``, cited by nothing else) an affected entry may rest on.
+COMPONENTS = [
+    {
+        "format": "claimsdb.component/1",
+        "key": key,
+        "name": key.removeprefix("CMP-").title(),
+        "kind": "transfer_backend",
+        "purl": "",
+        "version_scheme": "pypi",
+        "homepage": "",
+        "aliases": [],
+        "relations": [],
+        "status": "active",
+    }
+    for key in ("CMP-CP90-X", "CMP-CP90-Y")
+]
+RANGES = [
+    [],
+    [{"events": [{"introduced": "0"}, {"fixed": "1.2"}]}],
+    [{"events": [{"introduced": "1.0"}, {"last_affected": "1.10"}]}],
+]
+
+
+def supported_claim(key: str) -> dict:
+    return {
+        "id": f"CLM-{key}-S",
+        "statement": f"The report says {key}'s component is affected.",
+        "status": "supported",
+        "status_note": "",
+        "basis": "reported_finding",
+        "origin": "human",
+        "evidence": [{"source": SOURCES[0]["key"], "relation": "supports", "locator": ""}],
+    }
+
+
+def affected_entries(key: str, *, valid: bool = True):
+    """Affected entries of case ``key``: resting on its supported claim (or on none, under
+    investigation) when ``valid``; otherwise on any claim, with any status and range."""
+    claims = (
+        st.sampled_from([[f"CLM-{key}-S"], [f"CLM-{key}-A", f"CLM-{key}-S"]])
+        if valid
+        else st.lists(st.sampled_from([*claim_ids(key), f"CLM-{key}-S"]), max_size=2, unique=True)
+    )
+    statuses = ["affected", "fixed", "not_affected", "under_investigation"]
+    ranges = RANGES if valid else [*RANGES, [{"events": [{"fixed": "1.0"}]}]]
+    return st.builds(
+        lambda component, status, claims, ranges: {
+            "component": component,
+            "status": status,
+            "ranges": ranges,
+            "versions": [],
+            "claims": claims,
+            "note": "",
+        },
+        st.sampled_from([c["key"] for c in COMPONENTS]),
+        st.sampled_from(statuses),
+        claims,
+        st.sampled_from(ranges),
+    )
+
+
+def distinct_components(entries: list[dict]) -> list[dict]:
+    """One entry per component (the first), as the rules want."""
+    seen: set[str] = set()
+    return [e for e in entries if not (e["component"] in seen or seen.add(e["component"]))]
+
+
 @st.composite
 def knowledge_bases(draw) -> dict:
     """A bundle of 3–6 cases with figures, attributions, relations, assessments, rules."""
@@ -139,8 +207,11 @@ def knowledge_bases(draw) -> dict:
                 "evidence": [],
             }
             for claim_id in claim_ids(key)
-        ]
+        ] + [supported_claim(key)]
+        affected = distinct_components(draw(st.lists(affected_entries(key), max_size=2)))
         cases[key] = new_case(key, claims=claims, figures=figures)
+        if affected:  # a document names the list only when it has entries
+            cases[key]["affected"] = affected
     # a chain of same_event, then a few relations of any kind
     chain = draw(st.permutations(keys))[: draw(st.integers(min_value=0, max_value=len(keys)))]
     for a, b in zip(chain, chain[1:], strict=False):
@@ -178,7 +249,13 @@ def knowledge_bases(draw) -> dict:
             )
         ):
             rules.append(rule_document(f"RULE-CP90-{index}", figure, case, status))
-    return make_bundle(methods=METHODS, sources=SOURCES, cases=list(cases.values()), rules=rules)
+    return make_bundle(
+        methods=METHODS,
+        sources=SOURCES,
+        components=COMPONENTS,
+        cases=list(cases.values()),
+        rules=rules,
+    )
 
 
 def make_bundle(**lists) -> dict:
@@ -186,6 +263,7 @@ def make_bundle(**lists) -> dict:
         "format": SEED["format"],
         "methods": [],
         "sources": [],
+        "components": [],
         "cases": [],
         "rules": [],
         **lists,
@@ -297,6 +375,9 @@ def edit_case(draw, cases: dict, key: str, keys: list[str], figure_ids: list[str
                 "figure_scope",
                 "figure_scope",
                 "figure_claims",
+                "affect",
+                "unaffect",
+                "withdraw_evidence",
             ]
         )
     )
@@ -323,6 +404,20 @@ def edit_case(draw, cases: dict, key: str, keys: list[str], figure_ids: list[str
     elif edit == "figure_scope" and document["figures"]:
         figure = draw(st.sampled_from(document["figures"]))
         figure["scope"] = "lab" if figure["scope"] == "production" else "production"
+    elif edit == "affect":
+        # any entry, valid or not: field rules refuse alike on either check
+        document["affected"] = [
+            *document.get("affected", []),
+            draw(affected_entries(key, valid=False)),
+        ]
+    elif edit == "unaffect" and document.get("affected"):
+        document["affected"].pop(draw(st.integers(0, len(document["affected"]) - 1)))
+        if not document["affected"]:
+            del document["affected"]
+    elif edit == "withdraw_evidence":
+        for claim in document["claims"]:
+            if claim["id"] == f"CLM-{key}-S":
+                claim.update(status="withdrawn", status_note="Withdrawn.")
     elif edit == "figure_claims" and document["figures"]:
         figure = draw(st.sampled_from(document["figures"]))
         everyone = sorted(c for k in keys for c in claim_ids(k))

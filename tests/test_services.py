@@ -208,11 +208,11 @@ def test_claim_ids_are_never_reused_after_removal(seeded, analyst):
 
 
 def test_withdrawn_claim_id_stays_taken(seeded, analyst):
-    claim_withdraw(user=analyst, claim_id="CLM-CP22-003-B", summary="Withdraw")
-    assert Claim.objects.get(claim_id="CLM-CP22-003-B").status == "withdrawn"
+    claim_withdraw(user=analyst, claim_id="CLM-CP22-003-A", summary="Withdraw")
+    assert Claim.objects.get(claim_id="CLM-CP22-003-A").status == "withdrawn"
     assert_refused(
         lambda: case_create(
-            user=analyst, document=new_case(claims=[claim("CLM-CP22-003-B")]), summary="x"
+            user=analyst, document=new_case(claims=[claim("CLM-CP22-003-A")]), summary="x"
         ),
         {("claim.id_taken", "claims[0].id")},
     )

@@ -90,9 +90,9 @@ def test_withdraw_keeps_the_claim_with_its_reason(case_claims, analyst):
 
 
 def test_withdraw_without_a_reason_keeps_the_status_note(case_claims, analyst):
-    note = claim_of(B)["status_note"]
-    claim_withdraw(user=analyst, claim_id=B, summary="Withdraw B")
-    assert (claim_of(B)["status"], claim_of(B)["status_note"]) == ("withdrawn", note)
+    note = claim_of(A)["status_note"]
+    claim_withdraw(user=analyst, claim_id=A, summary="Withdraw A")
+    assert (claim_of(A)["status"], claim_of(A)["status_note"]) == ("withdrawn", note)
 
 
 def test_withdraw_on_an_older_revision_is_refused(case_claims, analyst):

@@ -7,7 +7,17 @@ from django.core.management import call_command
 
 from claimsdb import synthetic_kb
 from claimsdb.integrity import check_rules, verify_history
-from claimsdb.models import Attribution, Case, Claim, EvidenceLink, Relation, Revision, ScopeRule
+from claimsdb.models import (
+    AffectedEntry,
+    Attribution,
+    Case,
+    Claim,
+    Component,
+    EvidenceLink,
+    Relation,
+    Revision,
+    ScopeRule,
+)
 from claimsdb.records import parse_bundle
 
 from .support import load_seed_bundle
@@ -27,16 +37,34 @@ def test_bundle_is_deterministic_and_well_formed(tmp_path):
     assert first.read_bytes() != other.read_bytes()
     bundle = json.loads(first.read_text(encoding="utf-8"))
     lists = parse_bundle(bundle)  # every field present, of its type and vocabulary
-    assert {name: len(lists[name]) for name in ("methods", "sources", "cases", "rules")} == {
-        name: counts[name] for name in ("methods", "sources", "cases", "rules")
+    names = ("methods", "sources", "components", "cases", "rules")
+    assert {name: len(lists[name]) for name in names} == {name: counts[name] for name in names}
+    assert counts == {
+        "methods": 1,
+        "sources": 10,
+        "components": 3,
+        "cases": 21,
+        "rules": 5,
+        "records": 40,
     }
-    assert counts == {"methods": 1, "sources": 10, "cases": 21, "rules": 5, "records": 37}
+    # three entries a case, each naming a component of the bundle
+    components = {c["key"] for c in lists["components"]}
+    for case in lists["cases"]:
+        assert len(case["affected"]) == synthetic_kb.AFFECTED_PER_CASE
+        assert len({a["component"] for a in case["affected"]}) == 3
+        assert {a["component"] for a in case["affected"]} <= components
 
 
 def test_a_case_reads_the_same_at_every_size():
     small = synthetic_kb.case_document(500, cases=1_000)
     large = synthetic_kb.case_document(500, cases=100_000)
     assert small == large
+    # the components a case names exist in every knowledge base holding it
+    for cases in (31, 1_000, 100_000):
+        named = synthetic_kb.case_document(cases - 1, cases=cases)["affected"]
+        count = synthetic_kb.component_count(cases)
+        assert all(int(a["component"].rsplit("-", 1)[1]) < count for a in named)
+    assert synthetic_kb.component_count(100_000) == 10_000
 
 
 @pytest.mark.django_db
@@ -52,6 +80,8 @@ def test_generated_knowledge_base_loads_clean(reviewer, tmp_path, capsys):
     assert ScopeRule.objects.count() == counts["rules"] == 5
     # own figures twice each, and the same_event partner's production figure
     assert Attribution.objects.count() == 20 * 2 + 10
+    assert AffectedEntry.objects.count() == 20 * synthetic_kb.AFFECTED_PER_CASE
+    assert Component.objects.count() == counts["components"]
     assert Revision.objects.count() == counts["records"]
     assert check_rules() == []
     assert verify_history() == []

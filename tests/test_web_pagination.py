@@ -238,22 +238,31 @@ def test_release_list_and_a_release_entries_page(seeded, analyst, reviewer, clie
     pages, counts = walk(client, "/releases/", r'<a href="/releases/(\d+)/">Release')
     assert_paged(pages, ["3", "2", "1"])
     assert counts[0] == "3 releases · page 1 of 2"
-    # release 1: 14 new records, by kind and key, two a page
-    entry = r'<th scope="row"><a href="/(?:cases|sources|rules|methods)/([^"]+)/revisions/\d+/"'
+    # release 1: 18 new records, by kind and key, two a page
+    entry = (
+        r'<th scope="row"><a href="/(?:cases|sources|rules|methods|components)/'
+        r'([^"]+)/revisions/\d+/"'
+    )
     pages, counts = walk(client, "/releases/1/", entry)
-    kinds = {"cases": "case", "sources": "source", "rules": "rule", "methods": "method"}
+    kinds = {
+        "cases": "case",
+        "sources": "source",
+        "rules": "rule",
+        "methods": "method",
+        "components": "component",
+    }
     expected = sorted(
         (kind, document["key"]) for name, kind in kinds.items() for document in seeded[name]
     )
     assert_paged(pages, [key for _, key in expected])
-    assert counts[0] == "14 changed records · page 1 of 7"
-    # release 3: one changed record; 13 unchanged ones in their own pages (?unchanged_page=)
+    assert counts[0] == "18 changed records · page 1 of 9"
+    # release 3: one changed record; 17 unchanged ones in their own pages (?unchanged_page=)
     body = client.get("/releases/3/").content.decode()
-    assert "1 changed record" in body and "13 unchanged records · page 1 of 7" in body
+    assert "1 changed record" in body and "17 unchanged records · page 1 of 9" in body
     assert "<details>" in body
-    body = client.get("/releases/3/?unchanged_page=7").content.decode()
-    assert "<details open>" in body and "13 unchanged records · page 7 of 7" in body
-    assert 'href="?unchanged_page=6" rel="prev"' in body
+    body = client.get("/releases/3/?unchanged_page=9").content.decode()
+    assert "<details open>" in body and "17 unchanged records · page 9 of 9" in body
+    assert 'href="?unchanged_page=8" rel="prev"' in body
 
 
 def test_import_list_pages_newest_first(seeded, analyst, viewer):

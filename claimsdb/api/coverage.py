@@ -28,7 +28,7 @@ class CaseCoverageView(RefuseNul, APIView):
         visible = visible_document(request.user, "case", key)
         if visible is None:
             raise RecordNotFound("case", key)
-        return Response(case_coverage(visible.document).as_dict())
+        return Response(case_coverage(visible.document, released=visible.released).as_dict())
 
 
 @schema.COMPONENT_RUNS

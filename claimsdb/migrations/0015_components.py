@@ -4,6 +4,21 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
+# The search index's GIN indexes are in the migration state on every database but built on
+# PostgreSQL only (0008's AddPostgresIndex). Altering the table on SQLite remakes it from
+# the state, GIN indexes included; they would then stand in the way of going back past
+# 0013 (which drops the column they index). This migration's remakes, forwards and
+# backwards, drop those copies again.
+GIN_INDEXES = ("search_vector_working", "search_vector_released")
+
+
+def drop_gin_copies_on_sqlite(apps, schema_editor):
+    if schema_editor.connection.vendor != "sqlite":
+        return
+    for name in GIN_INDEXES:
+        schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(name)}")
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -79,6 +94,7 @@ class Migration(migrations.Migration):
             },
         ),
         # the search index holds components too: a kind name longer than the column was
+        migrations.RunPython(migrations.RunPython.noop, drop_gin_copies_on_sqlite),
         migrations.RemoveConstraint(
             model_name='searchentry',
             name='search_kind_valid',
@@ -92,4 +108,5 @@ class Migration(migrations.Migration):
             model_name='searchentry',
             constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['case', 'claim', 'component', 'source'])), name='search_kind_valid'),
         ),
+        migrations.RunPython(drop_gin_copies_on_sqlite, migrations.RunPython.noop),
     ]

@@ -184,8 +184,46 @@ class CaseCoverage:
 # --- building it --------------------------------------------------------------------------
 
 
-def case_coverage(document: dict[str, Any]) -> CaseCoverage:
-    """The coverage matrix of the case ``document`` (as its reader sees it): three queries."""
+@dataclass(frozen=True)
+class _ComponentFacts:
+    key: str
+    name: str
+    purl: str
+    version_scheme: str
+
+
+def _component_facts(
+    stated_keys: list[str], tested_pks: set[int], *, released: bool
+) -> dict[int, _ComponentFacts]:
+    """The components the matrix names, by primary key: as they now are, or (``released``)
+    as the latest release published them — a component never released is left out, and a
+    draft's name never shows to the public."""
+    found = Component.objects.filter(Q(key__in=stated_keys) | Q(pk__in=tested_pks))
+    if not released:
+        return {
+            c.pk: _ComponentFacts(c.key, c.name, c.purl, c.version_scheme)
+            for c in found.only("key", "name", "purl", "version_scheme")
+        }
+    from claimsdb import public  # the released record
+
+    keys = dict(found.values_list("pk", "key"))
+    documents = public.released_documents("component", set(keys.values()))
+    return {
+        pk: _ComponentFacts(
+            key,
+            str(documents[key].get("name", key)),
+            str(documents[key].get("purl", "")),
+            str(documents[key].get("version_scheme", "")),
+        )
+        for pk, key in keys.items()
+        if key in documents
+    }
+
+
+def case_coverage(document: dict[str, Any], *, released: bool = False) -> CaseCoverage:
+    """The coverage matrix of the case ``document`` as its reader sees it: the working
+    state, or (``released``) the released record, whose components are read as released
+    too. Three queries (four when released)."""
     entries = [e for e in document.get("affected") or [] if isinstance(e, dict)]
     run_ids = [
         r["run_id"]
@@ -194,14 +232,9 @@ def case_coverage(document: dict[str, Any]) -> CaseCoverage:
     ]
     groups = _tested_groups(document["key"], run_ids)
     totals = _run_totals(document["key"], run_ids)
-    stated_keys = [e.get("component") for e in entries if isinstance(e.get("component"), str)]
+    stated_keys = [key for e in entries if isinstance(key := e.get("component"), str)]
     tested_pks = {pk for pk, _ in groups if pk is not None}
-    components = {
-        c.pk: c
-        for c in Component.objects.filter(Q(key__in=stated_keys) | Q(pk__in=tested_pks)).only(
-            "key", "name", "purl", "version_scheme"
-        )
-    }
+    components = _component_facts(stated_keys, tested_pks, released=released)
     by_key = {c.key: c for c in components.values()}
 
     rows: dict[str, CoverageRow] = {}

@@ -65,7 +65,7 @@ def case_detail(request: HttpRequest, key: str) -> HttpResponse:
         "cases/detail.html",
         {
             "page": page,
-            "coverage": case_coverage(visible.document),
+            "coverage": case_coverage(visible.document, released=visible.released),
             "can_edit": request_has_role(request, "analyst"),
             "can_review": request_has_role(request, "reviewer"),
         },
