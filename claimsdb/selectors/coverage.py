@@ -567,7 +567,7 @@ def component_runs(component: Component, *, released: bool) -> ComponentRuns:
     """The runs on ``component``: for readers of the working state every imported run; for
     the public (``released``) only the runs the released documents of their cases list.
 
-    A fixed number of queries (three, four for the public), whatever the number of runs,
+    A fixed number of queries (two, four for the public), whatever the number of runs,
     cases and versions; no trial row is read."""
     relations = RunComponent.objects.filter(component=component)
     if released:
