@@ -357,7 +357,8 @@ class ReproCode(Code):
     )
     FORMAT_UNSUPPORTED = (
         "repro.format_unsupported",
-        "`format` is not a format this importer reads (it reads repro-results/1)",
+        "`format` is not a format this importer reads (it reads repro-results/1 and "
+        "repro-results/1.1)",
     )
     MISSING = "repro.missing", "a required field is missing"
     UNKNOWN_KEY = (
@@ -373,6 +374,22 @@ class ReproCode(Code):
         "figures",
     )
     DUPLICATE_SCENARIO = "repro.duplicate_scenario", "two scenarios share an id"
+    PURL_INVALID = (
+        "repro.purl_invalid",
+        "a backend's `purl` (repro-results/1.1) is not a Package URL",
+    )
+    PURL_VERSION = (
+        "repro.purl_version",
+        "a backend's Package URL names a version other than the one stated beside it",
+    )
+    BACKEND_REPEATED = (
+        "repro.backend_repeated",
+        "`environment.backends` describes one backend twice (repro-results/1.1)",
+    )
+    BACKEND_UNUSED = (
+        "repro.backend_unused",
+        "`environment.backends` describes a backend that no scenario runs (repro-results/1.1)",
+    )
     COUNTER_INCONSISTENT = (
         "repro.counter_inconsistent",
         "a scenario counter exceeds the one that bounds it (e.g. late_writes_landed > "

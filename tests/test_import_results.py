@@ -103,8 +103,19 @@ def _assert_imported(report, path: Path) -> None:
     assert "trials" not in run.summary
     assert run.scenarios.count() == report.scenarios
     assert TrialRow.objects.filter(scenario__run=run).count() == report.trial_rows
+    with path.open("rb") as stream:
+        parsed, _ = parse_results(stream)
+    builds = {
+        s.id: (s.backend_version, s.backend_commit, s.backend_purl)
+        for s in parsed.scenario_summaries
+    }
     for scenario in run.scenarios.all():
         assert scenario.stored_rows in (0, scenario.trials)
+        assert builds[scenario.scenario_id] == (
+            scenario.backend_version,
+            scenario.backend_commit,
+            scenario.backend_purl,
+        )
     document = record_document("case", report.case)
     assert run.summary in document["reproduction_runs"]
     revision = Revision.objects.get(number=report.revision)

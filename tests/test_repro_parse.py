@@ -27,7 +27,7 @@ from claimsdb.importers.repro import (
     parse_results,
     trial_rows,
 )
-from claimsdb.importers.repro.header import RUN
+from claimsdb.importers.repro.header import RUN, RUN_1_1
 
 pytestmark = []
 
@@ -95,6 +95,14 @@ def test_valid_sample_is_accepted_with_its_summary(path: Path):
     assert run.case == document["case"]
     assert run.claims == document["claims"]
     assert [s.id for s in run.scenario_summaries] == list(run.trial_counts)
+    builds = {
+        s.id: {"version": s.backend_version, "commit": s.backend_commit, "purl": s.backend_purl}
+        for s in run.scenario_summaries
+    }
+    if document["format"] == FORMAT:
+        assert all(build == {"version": "", "commit": "", "purl": ""} for build in builds.values())
+    else:
+        assert builds == expected["backend_builds"]
 
 
 # --- the header's fields --------------------------------------------------------------------
@@ -107,8 +115,9 @@ def _specs(spec: Field) -> list[Field]:
 
 def test_every_header_field_reports_a_repro_code():
     # a field left with the records' default code would report document.invalid_value
-    checked = [spec for spec in _specs(RUN) if spec.kind not in ("object", "str")]
-    assert checked and all(spec.code.startswith("repro.") for spec in checked)
+    for run in (RUN, RUN_1_1):
+        checked = [spec for spec in _specs(run) if spec.kind not in ("object", "str")]
+        assert checked and all(spec.code.startswith("repro.") for spec in checked)
 
 
 _DROP = object()

@@ -6,7 +6,7 @@ number still gets a 404 in the API's error shape rather than the site's HTML pag
 
 from django.urls import re_path
 
-from . import releases
+from . import osv, releases
 
 urlpatterns = [
     re_path(r"^releases/$", releases.ReleaseListView.as_view(), name="api-release-list"),
@@ -29,6 +29,11 @@ urlpatterns = [
         r"^stix/extension-schema\.json$",
         releases.stix_extension_schema,
         name="api-stix-extension-schema",
+    ),
+    re_path(
+        r"^releases/(?P<number>[\s\S]+)/osv/$",
+        osv.ReleaseOSVView.as_view(),
+        name="api-release-osv",
     ),
     re_path(
         r"^releases/(?P<number>[\s\S]+)/$",

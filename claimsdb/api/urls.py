@@ -8,7 +8,16 @@ rather than the site's HTML page.
 
 from django.urls import path, register_converter
 
-from . import approval_views, auth_views, docs_views, list_csv, review_views, revision_views, views
+from . import (
+    approval_views,
+    auth_views,
+    coverage,
+    docs_views,
+    list_csv,
+    review_views,
+    revision_views,
+    views,
+)
 from .approval_views import RECORD_APPROVAL_VIEWS
 
 
@@ -63,6 +72,12 @@ urlpatterns = [
     ),
     path("cases/<key:key>/diff/", revision_views.CaseDiffView.as_view(), name="case-diff"),
     path("cases/<key:key>/revert/", revision_views.CaseRevertView.as_view(), name="case-revert"),
+    path("cases/<key:key>/coverage/", coverage.CaseCoverageView.as_view(), name="case-coverage"),
+    path(
+        "components/<key:key>/runs/",
+        coverage.ComponentRunsView.as_view(),
+        name="component-runs",
+    ),
     path("cases/<key:key>/", views.CaseDetailView.as_view(), name="case-detail"),
     path("claims/<key:claim_id>/", views.ClaimDetailView.as_view(), name="claim-detail"),
     path("sources/", views.SourceListView.as_view(), name="source-list"),

@@ -43,6 +43,7 @@ from claimsdb.services.writer import RecordWrite, write_records
 from claimsdb.webhooks.events import emit_import
 
 from . import storage
+from .matching import Match, match_run
 from .repro import ParsedRun, Problem, parse_results, trial_rows
 from .repro.content_hash import ContentDigest
 
@@ -114,6 +115,11 @@ class Report:
     id: int | None = None  # the stored ImportReport
     created_at: str | None = None
     progress: dict[str, Any] = field(default_factory=dict)  # of a background import
+    # The components the run bears on (docs/coverage.md): each framework and backend named,
+    # with its build and the component it matched; ``unmatched``: those that matched none
+    # (never guessed), each with its reason and where the file names it.
+    components: list[dict[str, Any]] = field(default_factory=list)
+    unmatched: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def outcome_label(self) -> str:
@@ -296,6 +302,9 @@ class ResultsImporter:
             # Known from a case document restored without its rows: store them now.
             restoring = existing.summary == summary
         case, problems = _resolve_case_and_claims(parsed)
+        matches = match_run(parsed)
+        report.components = [m.as_dict() for m in matches if m.component]
+        report.unmatched = [m.as_dict() for m in matches if not m.component]
         if existing is not None and not restoring and not self.replace:
             problems.append(_run_conflict(existing, report.sha256))
         if problems:
@@ -309,7 +318,7 @@ class ResultsImporter:
         outcome = RESTORED if restoring else REPLACED if existing is not None else IMPORTED
 
         def store_run() -> None:
-            self._store_run(source, parsed, case, summary, report, existing, restoring)
+            self._store_run(source, parsed, case, summary, report, existing, restoring, matches)
 
         revision_summary = self._revision_summary(outcome, parsed.run_id, existing, report)
         if self.dry_run:
@@ -360,17 +369,21 @@ class ResultsImporter:
         report: Report,
         existing: ReproductionRun | None,
         restoring: bool,
+        matches: list[Match],
     ) -> None:
-        """``before_apply``: the run, its scenarios and (pass 2) its trial rows."""
+        """``before_apply``: the run, its scenarios, the components they ran and (pass 2)
+        its trial rows."""
         if restoring:
             assert existing is not None
+            run = existing
             scenarios = storage.create_scenarios(existing, parsed)
         else:
             if existing is not None:
                 storage.delete_run(existing)
-            _, scenarios = storage.create_run(
+            run, scenarios = storage.create_run(
                 case=case, parsed=parsed, summary=summary, sha256=report.sha256
             )
+        storage.create_run_components(run, scenarios, matches)
         if self.dry_run or not parsed.has_trials:
             return
         source.seek(0)

@@ -17,6 +17,7 @@ from django.db.models import Count, QuerySet, Sum
 
 from claimsdb.models import ImportReport, ReproductionRun, ReproductionScenario, TrialRow
 
+from .repro.run import backend_build, backend_builds
 from .stats import Rate
 from .storage import ROW_COLUMNS
 
@@ -40,6 +41,10 @@ class ScenarioStats:
     outcome: str
     stale_read: Rate | None  # None when the counters cannot give a rate
     stored_rows: int
+    # the backend's build (repro-results/1.1): version, commit, Package URL ("" if unstated)
+    backend_version: str = ""
+    backend_commit: str = ""
+    backend_purl: str = ""
 
     @property
     def mitigated(self) -> bool:
@@ -50,6 +55,9 @@ class ScenarioStats:
             "position": self.position,
             "id": self.scenario_id,
             "backend": self.backend,
+            "backend_version": self.backend_version or None,
+            "backend_commit": self.backend_commit or None,
+            "backend_purl": self.backend_purl or None,
             "mitigations": self.mitigations,
             "mitigated": self.mitigated,
             "free_list_order": self.free_list_order,
@@ -67,6 +75,7 @@ def scenario_stats(
 ) -> list[ScenarioStats]:
     """The scenarios of a run summary with their rates; ``stored``: rows stored per scenario."""
     stored = stored or {}
+    builds = backend_builds(summary)
     scenarios = summary.get("scenarios")
     result = []
     for position, scenario in enumerate(scenarios if isinstance(scenarios, list) else []):
@@ -96,6 +105,7 @@ def scenario_stats(
                 outcome=_text(scenario.get("outcome")),
                 stale_read=rate,
                 stored_rows=stored.get(name, 0),
+                **backend_build(scenario, builds.get(_text(scenario.get("backend")))),
             )
         )
     return result

@@ -19,9 +19,10 @@ from typing import Any
 
 from django.db import connection
 
-from claimsdb.models import Case, ReproductionRun, ReproductionScenario, TrialRow
+from claimsdb.models import Case, ReproductionRun, ReproductionScenario, RunComponent, TrialRow
 from claimsdb.services.rows import column
 
+from .matching import Match
 from .repro import ParsedRun
 
 BATCH_SIZE = 5_000
@@ -50,6 +51,7 @@ def delete_run(run: ReproductionRun) -> None:
     """Remove a run with its scenarios and trial rows (before a replacement)."""
     # Trial rows first, in one statement: the cascade would collect millions of ids.
     TrialRow.objects.filter(scenario__run=run)._raw_delete(TrialRow.objects.db)
+    RunComponent.objects.filter(run=run).delete()
     ReproductionScenario.objects.filter(run=run).delete()
     run.delete()
 
@@ -82,6 +84,9 @@ def create_scenarios(run: ReproductionRun, parsed: ParsedRun) -> dict[str, Repro
             checksum_mismatches=s.checksum_mismatches,
             wrong_outputs=s.wrong_outputs,
             outcome=s.outcome,
+            backend_version=s.backend_version,
+            backend_commit=s.backend_commit,
+            backend_purl=s.backend_purl,
             stored_rows=s.trials if stored else 0,
         )
         for position, s in enumerate(parsed.scenario_summaries)
@@ -89,6 +94,27 @@ def create_scenarios(run: ReproductionRun, parsed: ParsedRun) -> dict[str, Repro
     if any(s.pk is None for s in scenarios):  # a backend that does not return ids
         scenarios = list(ReproductionScenario.objects.filter(run=run).order_by("position"))
     return {s.scenario_id: s for s in scenarios}
+
+
+def create_run_components(
+    run: ReproductionRun, scenarios: dict[str, ReproductionScenario], matches: list[Match]
+) -> None:
+    """What each scenario ran (its framework, its backend) and the component each matched."""
+    RunComponent.objects.bulk_create(
+        RunComponent(
+            run=run,
+            scenario=scenarios[scenario_id],
+            role=match.role,
+            name=match.name,
+            version=match.version,
+            commit=match.commit,
+            purl=match.purl,
+            component_id=match.component_pk,
+            matched_by=match.matched_by,
+        )
+        for match in matches
+        for scenario_id in match.scenarios
+    )
 
 
 def stored_rows(

@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('claimsdb', '0015_components'),
+        ('claimsdb', '0016_run_components'),
         ('claimsdb', '0015_webhooks'),
         ('claimsdb', '0016_review_comments'),
     ]

@@ -14,6 +14,7 @@ from .imports import ImportReport, ReproductionRun, ReproductionScenario, TrialR
 from .releases import Release, ReleaseChange, ReleasedRevision, ReleasedTerm, ReleaseEntry
 from .review import ReviewComment, ReviewCommentRecipient, ReviewState, ReviewStateAuthor
 from .revisions import LedgerHead, Revision, WriteFootprint
+from .run_components import RunComponent
 from .scope import ScopeRule
 from .search import SearchEntry, SearchKind, SearchScope
 from .sources import Source
@@ -58,6 +59,7 @@ __all__ = [
     "ReviewState",
     "ReviewStateAuthor",
     "Revision",
+    "RunComponent",
     "ScopeRule",
     "SearchEntry",
     "SearchKind",

@@ -37,6 +37,10 @@ class ReproductionScenario(models.Model):
     checksum_mismatches = models.PositiveBigIntegerField()
     wrong_outputs = models.PositiveBigIntegerField()
     outcome = models.CharField(max_length=16)
+    # The backend's build as the file states it (repro-results/1.1; "" when it does not).
+    backend_version = models.CharField(max_length=200, blank=True, default="")
+    backend_commit = models.CharField(max_length=64, blank=True, default="")
+    backend_purl = models.CharField(max_length=500, blank=True, default="")
     # How many trial rows are stored for it: 0 (a file without rows) or exactly ``trials``.
     stored_rows = models.PositiveBigIntegerField(default=0)
 

@@ -34,7 +34,9 @@ def record_approvals(kind: str) -> Callable:
             parameters=[openapi.key_parameter(kind)],
             responses={
                 200: openapi.ref("ApprovalReview"),
-                **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, examples=openapi.QUERY_ERRORS),
+                **openapi.error_responses(
+                    *openapi.PUBLIC_READ_ERRORS, examples=openapi.QUERY_ERRORS
+                ),
             },
         ),
         post=extend_schema(

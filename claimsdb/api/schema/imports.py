@@ -37,6 +37,21 @@ class ProblemSerializer(serializers.Serializer):
     )
 
 
+class RunComponentMatchSerializer(serializers.Serializer):
+    """A framework or backend a run names, with its build and the component it matched."""
+
+    role = serializers.ChoiceField(choices=["framework", "backend"])
+    name = serializers.CharField(help_text="as the file writes it (`mooncake`, `other:ucx`)")
+    version = serializers.CharField(help_text='the version the file states ("" if none)')
+    commit = serializers.CharField()
+    purl = serializers.CharField()
+    path = serializers.CharField(help_text="where the file names it first")
+    component = serializers.CharField(help_text='the key matched ("" when unmatched)')
+    matched_by = serializers.CharField(help_text='"purl", "name", or "" when unmatched')
+    reason = serializers.CharField(help_text="why nothing matched")
+    scenarios = serializers.ListField(child=serializers.CharField())
+
+
 class ImportReportSerializer(serializers.Serializer):
     """What one import did (schema of the report; the views build it from ``Report``)."""
 
@@ -60,6 +75,12 @@ class ImportReportSerializer(serializers.Serializer):
     scenarios = serializers.IntegerField()
     trial_rows = serializers.IntegerField()
     problems = ProblemSerializer(many=True)
+    components = RunComponentMatchSerializer(
+        many=True, help_text="the components the run bears on (docs/coverage.md)"
+    )
+    unmatched = RunComponentMatchSerializer(
+        many=True, help_text="names no component matched: listed, never guessed"
+    )
     revision = serializers.IntegerField(
         allow_null=True, help_text="the case's `import` revision (null when nothing was written)"
     )
@@ -100,6 +121,11 @@ class ScenarioStatsSerializer(serializers.Serializer):
     position = serializers.IntegerField()
     id = serializers.CharField()
     backend = serializers.CharField()
+    backend_version = serializers.CharField(
+        allow_null=True, help_text="the backend's version as the file states it (repro-results/1.1)"
+    )
+    backend_commit = serializers.CharField(allow_null=True)
+    backend_purl = serializers.CharField(allow_null=True, help_text="a Package URL")
     mitigations = serializers.ListField(child=serializers.CharField())
     mitigated = serializers.BooleanField()
     free_list_order = serializers.CharField()

@@ -100,7 +100,9 @@ def record_list_csv(kind: str) -> Any:
             parameters=[CASE_DIMENSIONS] if kind == "case" else [],
             responses={
                 (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the table"),
-                **openapi.error_responses(*openapi.PUBLIC_READ_ERRORS, examples=openapi.QUERY_ERRORS),
+                **openapi.error_responses(
+                    *openapi.PUBLIC_READ_ERRORS, examples=openapi.QUERY_ERRORS
+                ),
             },
         ),
     )

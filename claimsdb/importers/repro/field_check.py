@@ -47,7 +47,9 @@ def _object(spec: Field, value: Any, path: str, log: ProblemLog) -> None:
     for key in value:
         if key not in spec.fields and not key.startswith("x-"):
             log.add(
-                ReproCode.UNKNOWN_KEY, join(path, key), messages.unknown_key(key, spec.description)
+                ReproCode.UNKNOWN_KEY,
+                join(path, key),
+                messages.unknown_key(key, spec.description, log.format),
             )
     for key, field in spec.fields.items():
         if key in value:

@@ -9,7 +9,15 @@ from datetime import datetime
 from typing import Any, TypeGuard
 
 FORMAT = "repro-results/1"
-SUPPORTED_FORMATS = (FORMAT,)
+# repro-results/1.1 is /1 with the backends' versions stated (docs/repro-results-1.md, "1.1"):
+# every /1 file is a /1.1 file once relabelled, and a /1.1 file without its new fields is a /1
+# file. A file keeps saying /1 when it states no version, so a /1 reader still reads it.
+FORMAT_1_1 = "repro-results/1.1"
+SUPPORTED_FORMATS = (FORMAT, FORMAT_1_1)
+# The fields /1.1 adds: to a scenario, and to the environment.
+SCENARIO_EXTENSION = ("backend_version", "backend_commit", "backend_purl")
+ENVIRONMENT_EXTENSION = ("backends",)
+EXTENSION_KEYS = frozenset((*SCENARIO_EXTENSION, *ENVIRONMENT_EXTENSION))
 
 BACKENDS = ("mooncake", "nixl", "mori")
 MITIGATIONS = ("abort_ack", "deferred_release", "generation_token", "kv_checksum")

@@ -2,15 +2,19 @@
 record formats are written in (``claimsdb.fieldspec.Field``, records/schema.py), with the
 checks across its fields.
 
-``RUN`` is the whole header as docs/repro-results-1.md defines it; ``field_check.check`` walks
-it.
+``RUN`` is the whole header of a ``repro-results/1`` file as docs/repro-results-1.md defines
+it, ``RUN_1_1`` that of a ``repro-results/1.1`` file (the same, plus the backends' versions);
+``field_check.check`` walks them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
+
+from packageurl import PackageURL
 
 from claimsdb import choices, limits
 from claimsdb.codes import ReproCode
@@ -23,6 +27,7 @@ from .format import (
     COMMIT_PATTERN,
     COUNTER_ORDER,
     COUNTERS,
+    FORMAT_1_1,
     FREE_LIST_ORDERS,
     MITIGATIONS,
     NON_BLANK_PATTERN,
@@ -238,5 +243,138 @@ RUN = _object(
 )
 
 
+# --- repro-results/1.1: the backends' versions ------------------------------------------------
+
+
+def package_url(value: Any, path: str, log: ProblemLog, version: Any = None) -> None:
+    """``value`` (at ``path``) is a Package URL; if it names a version, it is ``version``."""
+    if not isinstance(value, str) or not value.strip() or len(value) > PURL_MAX_LENGTH:
+        return  # its field reported it
+    try:
+        purl = PackageURL.from_string(value)
+    except ValueError as error:
+        log.add(
+            ReproCode.PURL_INVALID,
+            path,
+            f"{path} is {show(value)}, which is not a Package URL ({str(error).rstrip('.')}); "
+            "it must read like "
+            "pkg:github/kvcache-ai/mooncake@v0.3.7.",
+        )
+        return
+    if purl.version and isinstance(version, str) and purl.version != version:
+        log.add(
+            ReproCode.PURL_VERSION,
+            path,
+            f"{path} names version {show(purl.version)}, but the version stated beside it is "
+            f"{show(version)}; state one version.",
+        )
+
+
+def scenario_backend_purl(scenario: dict[str, Any], path: str, log: ProblemLog) -> None:
+    if "backend_purl" in scenario:
+        package_url(
+            scenario["backend_purl"],
+            f"{path}.backend_purl",
+            log,
+            scenario.get("backend_version"),
+        )
+
+
+def scenario_1_1(scenario: dict[str, Any], path: str, log: ProblemLog) -> None:
+    scenario_consistency(scenario, path, log)
+    scenario_backend_purl(scenario, path, log)
+
+
+def backend_entry_purl(entry: dict[str, Any], path: str, log: ProblemLog) -> None:
+    if "purl" in entry:
+        package_url(entry["purl"], f"{path}.purl", log, entry.get("version"))
+
+
+def backends_used(run: dict[str, Any], path: str, log: ProblemLog) -> None:
+    """Each backend of ``environment.backends`` is named once, and by some scenario."""
+    environment = run.get("environment")
+    entries = environment.get("backends") if isinstance(environment, dict) else None
+    if not isinstance(entries, list):
+        return
+    scenarios = run.get("scenarios")
+    used = {
+        s.get("backend")
+        for s in (scenarios if isinstance(scenarios, list) else [])
+        if isinstance(s, dict)
+    }
+    first: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        name = entry.get("backend") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not re.fullmatch(BACKEND_PATTERN, name):
+            continue  # its field reported it
+        where = f"environment.backends[{i}].backend"
+        if name in first:
+            log.add(
+                ReproCode.BACKEND_REPEATED,
+                where,
+                f"Backend {show(name)} is already described by environment.backends"
+                f"[{first[name]}]; a scenario that runs another version states its own "
+                "backend_version.",
+            )
+            continue
+        first[name] = i
+        if name not in used:
+            log.add(
+                ReproCode.BACKEND_UNUSED,
+                where,
+                f"Backend {show(name)} is described in environment.backends, but no scenario "
+                "runs it (a misspelt name?).",
+            )
+
+
+def run_1_1(run: dict[str, Any], path: str, log: ProblemLog) -> None:
+    time_order(run, path, log)
+    backends_used(run, path, log)
+
+
+# The lengths are those of ReproductionScenario's columns.
+BACKEND_VERSION = _pattern(
+    NON_BLANK_PATTERN,
+    "a non-empty version, as the backend names it, of at most 200 characters",
+    200,
+)
+PURL_MAX_LENGTH = 500
+PURL = _pattern(
+    NON_BLANK_PATTERN,
+    f"a Package URL (pkg:type/namespace/name@version) of at most {PURL_MAX_LENGTH} characters",
+    PURL_MAX_LENGTH,
+)
+BACKEND_BUILD = _object(
+    "a backend's build",
+    cross_check=backend_entry_purl,
+    backend=_pattern(BACKEND_PATTERN, ", ".join(BACKENDS) + " or other:<name>"),
+    version=BACKEND_VERSION,
+    commit=_optional(COMMIT),
+    purl=_optional(PURL),
+)
+SCENARIO_1_1 = replace(
+    SCENARIO,
+    cross_check=scenario_1_1,
+    fields={
+        **SCENARIO.fields,
+        "backend_version": _optional(BACKEND_VERSION),
+        "backend_commit": _optional(COMMIT),
+        "backend_purl": _optional(PURL),
+    },
+)
+ENVIRONMENT_1_1 = replace(
+    ENVIRONMENT, fields={**ENVIRONMENT.fields, "backends": _optional(_list(BACKEND_BUILD))}
+)
+RUN_1_1 = replace(
+    RUN,
+    cross_check=run_1_1,
+    fields={
+        **RUN.fields,
+        "environment": ENVIRONMENT_1_1,
+        "scenarios": replace(RUN.fields["scenarios"], item=SCENARIO_1_1),
+    },
+)
+
+
 def check_header(header: dict[str, Any], log: ProblemLog) -> None:
-    field_check.check(RUN, header, "", log)
+    field_check.check(RUN_1_1 if header.get("format") == FORMAT_1_1 else RUN, header, "", log)

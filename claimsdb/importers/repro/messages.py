@@ -7,7 +7,13 @@ import ast
 import json
 from typing import Any
 
-from .format import FORMAT
+from .format import ENVIRONMENT_EXTENSION, FORMAT, FORMAT_1_1, SCENARIO_EXTENSION
+
+# Where the fields of repro-results/1.1 belong, by what their object is called.
+_EXTENSION_PLACES = {
+    **{key: "a scenario" for key in SCENARIO_EXTENSION},
+    **{key: "the environment" for key in ENVIRONMENT_EXTENSION},
+}
 
 
 def show(value: Any) -> str:
@@ -40,9 +46,14 @@ def duplicate_key(key: Any) -> str:
     return f"The key {show(key)} appears twice."
 
 
-def unknown_key(key: str, what: str) -> str:
+def unknown_key(key: str, what: str, format: str = FORMAT) -> str:
+    if format == FORMAT and _EXTENSION_PLACES.get(key) == what:
+        return (
+            f"{show(key)} is not a field of {what} in {FORMAT}; it is one in {FORMAT_1_1}: "
+            f'declare "format": "{FORMAT_1_1}" to state it.'
+        )
     return (
-        f"{show(key)} is not a field of {what} in {FORMAT}; only keys beginning with x- may "
+        f"{show(key)} is not a field of {what} in {format}; only keys beginning with x- may "
         "be added."
     )
 

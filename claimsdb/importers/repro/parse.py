@@ -53,6 +53,8 @@ def parse_results(
     header = scan.header
     if "format" in header and header["format"] not in SUPPORTED_FORMATS:
         return None, [_format_problem(header["format"])]
+    if "format" in header:
+        log.format = header["format"]
     check_header(header, log)
     scan.finish()
     return ParsedRun.from_scan(scan), log.problems()

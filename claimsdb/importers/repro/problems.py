@@ -8,6 +8,7 @@ from typing import Any
 from claimsdb.codes import ReproCode
 
 from . import messages
+from .format import FORMAT
 
 # Enough to show what is wrong with a broken file without burying the report.
 MAX_ROW_PROBLEMS = 100
@@ -27,7 +28,8 @@ class ProblemLog:
     """Collects a file's problems, keeping a broken file's report readable: at most
     MAX_OTHER_PROBLEMS outside the trial rows and MAX_ROW_PROBLEMS in them, then a count."""
 
-    def __init__(self) -> None:
+    def __init__(self, format: str = FORMAT) -> None:
+        self.format = format  # the format the file declares, which words its unknown keys
         self.other: list[Problem] = []
         self.rows: list[Problem] = []
         self.other_left_out = 0

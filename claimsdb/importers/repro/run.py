@@ -9,6 +9,29 @@ from typing import Any
 from .format import parse_timestamp
 from .scanner import Scan
 
+# A scenario's build fields -> the fields of an environment.backends entry.
+_BUILD = {"backend_version": "version", "backend_commit": "commit", "backend_purl": "purl"}
+
+
+def backend_build(scenario: dict[str, Any], build: dict[str, Any] | None) -> dict[str, str]:
+    """A scenario's backend version, commit and Package URL: its own where it states them,
+    else its environment's (``build``). Version, commit and URL are taken together from one
+    place, never mixed: a scenario that states its own version is another build."""
+    own = any(key in scenario for key in _BUILD)
+    source = scenario if own or build is None else {k: build.get(v) for k, v in _BUILD.items()}
+    return {key: _text_or_empty(source.get(key)) for key in _BUILD}
+
+
+def backend_builds(header: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The environment's builds by backend name (repro-results/1.1; {} in a /1 file)."""
+    environment = header.get("environment")
+    entries = environment.get("backends") if isinstance(environment, dict) else None
+    builds: dict[str, dict[str, Any]] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("backend"), str):
+            builds.setdefault(entry["backend"], entry)
+    return builds
+
 
 @dataclass
 class ScenarioSummary:
@@ -33,13 +56,22 @@ class ScenarioSummary:
     rejected_backpressure: int
     outcome: str
     extra: dict[str, Any]
+    # repro-results/1.1: the backend's build, as the scenario or the environment states it
+    # ("" when neither does)
+    backend_version: str = ""
+    backend_commit: str = ""
+    backend_purl: str = ""
 
     @classmethod
-    def from_dict(cls, scenario: dict[str, Any]) -> ScenarioSummary:
-        """Build from a scenario object of a file that `parse_results` accepted."""
-        known = {f.name for f in fields(cls)} - {"extra"}
-        values = {key: scenario[key] for key in known}
+    def from_dict(
+        cls, scenario: dict[str, Any], build: dict[str, Any] | None = None
+    ) -> ScenarioSummary:
+        """Build from a scenario object of a file that `parse_results` accepted; ``build``:
+        the environment's entry for its backend (repro-results/1.1), if any."""
+        known = {f.name for f in fields(cls)} - {"extra", *_BUILD}
+        values: dict[str, Any] = {key: scenario[key] for key in known}
         values["mitigations"] = list(scenario["mitigations"])
+        values.update(backend_build(scenario, build))
         extra = {key: value for key, value in scenario.items() if key.startswith("x-")}
         return cls(**values, extra=extra)
 
@@ -67,7 +99,20 @@ class ParsedRun:
 
     @property
     def scenario_summaries(self) -> list[ScenarioSummary]:
-        return [ScenarioSummary.from_dict(scenario) for scenario in self.scenarios]
+        builds = backend_builds(self.header)
+        return [
+            ScenarioSummary.from_dict(scenario, builds.get(scenario.get("backend", "")))
+            for scenario in self.scenarios
+        ]
+
+    @property
+    def framework(self) -> dict[str, str]:
+        """The framework the run drove: name, version and commit ("" where not stated)."""
+        environment = self.header.get("environment")
+        framework = environment.get("framework") if isinstance(environment, dict) else None
+        if not isinstance(framework, dict):
+            framework = {}
+        return {key: _text_or_empty(framework.get(key)) for key in ("name", "version", "commit")}
 
     @property
     def started_at(self) -> datetime | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from claimsdb.exports.osv import iter_osv_array, release_osv_documents
 from claimsdb.exports.stix import iter_stix_bundle
 from claimsdb.exports.tables import release_csv_zip
 from claimsdb.public import release_bundle_lists, release_get
@@ -40,7 +41,9 @@ class Command(BaseCommand):
             choices=FORMATS,
             default="bundle",
             help="bundle: claimsdb.bundle/1 (default); stix: a STIX 2.1 bundle; csv: a zip of "
-            "CSV tables (stix and csv need --release, and csv needs --out)",
+            "CSV tables; osv: a JSON array of OSV 1.6 documents, one per case with affected "
+            "components that have a Package URL (docs/coverage.md) (stix, csv and osv need "
+            "--release, and csv needs --out)",
         )
         add_streaming_arguments(parser)
 
@@ -88,17 +91,20 @@ class Command(BaseCommand):
                 )
                 self.stderr.write(f"wrote {options['out']}")
                 return
-            pieces = iter_stix_bundle(release, batch_size=size, progress=progress)
+            if chosen == "osv":
+                pieces = iter_osv_array(release_osv_documents(release, batch_size=size))
+            else:
+                pieces = iter_stix_bundle(release, batch_size=size, progress=progress)
             if options["out"]:
                 write_file(Path(options["out"]), pieces)
                 self.stderr.write(f"wrote {options['out']}")
             else:
                 for piece in pieces:
-                    sys.stdout.write(piece)
-                sys.stdout.flush()
+                    self.stdout.write(piece, ending="")
+                self.stdout.flush()
 
 
-FORMATS = ("bundle", "stix", "csv")
+FORMATS = ("bundle", "stix", "csv", "osv")
 
 
 def write_binary_file(path: Path, chunks: Iterable[bytes]) -> None:

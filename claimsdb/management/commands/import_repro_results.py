@@ -81,6 +81,9 @@ class Command(BaseCommand):
             problems = format_problems(reports)
             if problems:
                 self.stdout.write(problems)
+            unmatched = format_unmatched(reports)
+            if unmatched:
+                self.stdout.write(unmatched)
         refused = sum(1 for r in reports if r.refused)
         if refused:
             raise CommandError(f"{refused} of {len(reports)} files refused", returncode=1)
@@ -135,6 +138,22 @@ def format_problems(reports: list[Report]) -> str:
         lines.append(f"{report.filename}: {report.message}")
         for problem in report.problems:
             lines.append(f"  {problem.path or '(file)'}: {problem.code}: {problem.message}")
+    return "\n".join(lines)
+
+
+def format_unmatched(reports: list[Report]) -> str:
+    """The names each file's runs ran that matched no component (docs/coverage.md)."""
+    lines: list[str] = []
+    for report in reports:
+        if not report.unmatched:
+            continue
+        lines.append("")
+        lines.append(f"{report.filename}: {len(report.unmatched)} name(s) matched no component:")
+        for match in report.unmatched:
+            version = f" {match['version']}" if match.get("version") else ""
+            lines.append(
+                f"  {match['path']}: {match['role']} {match['name']}{version}: {match['reason']}"
+            )
     return "\n".join(lines)
 
 

@@ -10,7 +10,9 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from claimsdb import choices, public
+from claimsdb.models import Component
 from claimsdb.selectors import components as component_reads
+from claimsdb.selectors.coverage import component_runs
 
 from ..access import document_or_404, reads_released, request_has_role
 from ..editing import RecordEditView
@@ -116,11 +118,19 @@ def component_detail(request: HttpRequest, key: str) -> HttpResponse:
             "pages": pages,
             "timeline": component_reads.version_timeline(scheme, entries),
             "incoming": incoming,
+            "component_runs": _runs_on(key, released=visible.released),
             "revision": visible.revision,
             **record_history_context(visible, "component", key),
             "can_edit": request_has_role(request, "analyst"),
         },
     )
+
+
+def _runs_on(key: str, *, released: bool) -> Any:
+    """The runs on the component, by case and version (docs/coverage.md); None for a
+    component the public sees that no longer has a row."""
+    row = Component.objects.filter(key=key).only("key", "version_scheme").first()
+    return component_runs(row, released=released) if row is not None else None
 
 
 COMPONENT_FIELDS = ("name", "kind", "purl", "version_scheme", "homepage", "status")

@@ -20,6 +20,7 @@ from claimsdb.records import (
 )
 from claimsdb.records.kinds import record_kinds
 from claimsdb.selectors import revisions as revision_reads
+from claimsdb.selectors.coverage import case_coverage
 from claimsdb.services import revert_document, revision_revert
 
 from ..access import (
@@ -64,6 +65,7 @@ def case_detail(request: HttpRequest, key: str) -> HttpResponse:
         "cases/detail.html",
         {
             "page": page,
+            "coverage": case_coverage(visible.document, released=visible.released),
             "can_edit": request_has_role(request, "analyst"),
             "can_review": request_has_role(request, "reviewer"),
         },
