@@ -268,6 +268,74 @@ def batch_values(
     return compiler.results_iter(results=[found], tuple_expected=True)
 
 
+MARK = "\ufdd0"  # a noncharacter, to tell a marker and its copies from other text
+
+
+class Marker(str):
+    """Stands for a parameter of a query put together once (``compiled_rows``): a string,
+    so that fields and expressions take it as they would the text it stands for, and found
+    again among the compiled parameters by identity."""
+
+    __slots__ = ()
+
+
+def compiled_rows(
+    name: str,
+    model: type,
+    build: Callable[..., QuerySet],
+    params: dict[str, Any],
+    suffix: str = "",
+    suffix_params: Sequence[Any] = (),
+) -> tuple[list[str], Iterable[tuple]]:
+    """The column names and rows of ``build(**markers)``, a ``values`` or ``values_list``
+    query of ``model``, run with ``params`` in the markers' places, ``suffix`` (e.g.
+    ``LIMIT %s OFFSET %s``, which the ORM would write into the SQL as numbers) and its
+    parameters appended. ``name`` is unique to the query's shape: whatever ``build`` does
+    with the markers must not depend on their values.
+
+    As ``batch_values``: on PostgreSQL the query is put together and compiled once per
+    thread and database (a search's two queries took longer to put together than to run);
+    elsewhere every time, with the values themselves."""
+    alias = router.db_for_read(model)
+    connection = connections[alias]
+    if connection.vendor != "postgresql":
+        queryset = build(**params).using(alias)
+        compiler = queryset.query.get_compiler(alias)
+        sql, compiled = compiler.as_sql()
+        positions: dict[str, list[int]] = {}
+    else:
+        cache = _compiled.__dict__.setdefault("queries", {})
+        entry = cache.get((name, alias))
+        if entry is None:
+            markers = {key: Marker(f"{MARK}{key}{MARK}") for key in params}
+            compiler = build(**markers).query.get_compiler(alias)
+            sql, compiled = compiler.as_sql()
+            positions = {
+                key: [i for i, param in enumerate(compiled) if param is marker]
+                for key, marker in markers.items()
+            }
+            copied = MARK in sql or any(
+                isinstance(param, str) and MARK in param and not isinstance(param, Marker)
+                for param in compiled
+            )
+            if copied:  # pragma: no cover - a value worked into the SQL would be kept
+                raise AssertionError(f"query {name} does not keep its parameters apart")
+            entry = cache[(name, alias)] = (compiler, sql, tuple(compiled), positions)
+        compiler, sql, compiled, positions = entry
+    values = list(compiled)
+    for key, at in positions.items():
+        for index in at:
+            values[index] = params[key]
+    query = compiler.query
+    names = [*query.extra_select, *query.values_select, *query.annotation_select]
+    with connection.cursor() as cursor:
+        cursor.execute(sql + suffix, [*values, *suffix_params])
+        found = cursor.fetchall()
+    if compiler.has_extra_select:
+        found = [row[: compiler.col_count] for row in found]
+    return names, compiler.results_iter(results=[found], tuple_expected=True)
+
+
 def _among(ids: list[int]) -> Any:
     """What ``…__in`` compares with: on PostgreSQL the batch's keys as one array parameter
     (a query with hundreds of placeholders costs more to put together than to run)."""
