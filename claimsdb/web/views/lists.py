@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from urllib.parse import quote
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -20,7 +21,7 @@ from claimsdb.selectors.revisions import recent_revisions
 
 from ..access import reads_released, request_has_role
 from ..pagination import paginate
-from ..presenters import LABELS, label, method_from_document, parse_date
+from ..presenters import LABELS, detail_url, label, method_from_document, parse_date
 
 RECENT_RELEASES = 5
 
@@ -70,8 +71,13 @@ def search_row(hit: search.SearchHit) -> dict:
     vocabularies' words."""
     # cases and claims have their status vocabularies (``case_status``); a source's is its own
     vocabulary = f"{hit.kind}_status"
+    if hit.kind == "source":
+        url = detail_url("source-detail", hit.key)
+    else:  # a claim is shown in its case
+        url = detail_url("case-detail", hit.case_key if hit.kind == "claim" else hit.key)
     return {
         "hit": hit,
+        "url": url,
         "status_label": label(vocabulary, hit.status) if vocabulary in LABELS else hit.status,
         "kind_label": label("source_kind", hit.source_kind) if hit.source_kind else "",
     }
@@ -108,7 +114,10 @@ def case_row(key: str, document_fields: dict, assessment: dict | None, labels: d
         meta.append(f"revision {document_fields['revision']}")
     return {
         "key": key,
+        "url": detail_url("case-detail", key),
         **document_fields,
+        # the tag filter's link of each tag (the template's ``urlencode``)
+        "tag_links": [(tag, quote(tag, safe="/")) for tag in document_fields["tags"]],
         "status_label": label("case_status", document_fields["status"]),
         "summary_shown": _summary_shown(document_fields["summary"]),
         "profile": profile,
