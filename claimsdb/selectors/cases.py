@@ -210,6 +210,25 @@ def case_tags() -> list[str]:
         return [found for (found,) in cursor.fetchall()]
 
 
+def tags_in_use(names: Collection[str]) -> set[str]:
+    """Which of ``names`` some case has. One index probe per name: the tags of every case
+    that has one of them (a third of the knowledge base for a common tag) are not read."""
+    if not names:
+        return set()
+    connection = connections[router.db_for_read(CaseTag)]
+    if connection.vendor != "postgresql":
+        return set(CaseTag.objects.filter(name__in=names).order_by().values_list("name", flat=True))
+    quote = connection.ops.quote_name
+    table, name = quote(CaseTag._meta.db_table), quote(CaseTag._meta.get_field("name").column)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT wanted.name FROM unnest(%s::text[]) AS wanted(name) "
+            f"WHERE EXISTS (SELECT 1 FROM {table} WHERE {name} = wanted.name)",
+            [sorted(names)],
+        )
+        return {found for (found,) in cursor.fetchall()}
+
+
 def suggested_claim_id(case_key: str) -> str:
     """The next free ``CLM-<case>-<letter>`` ID (never one used before, even if withdrawn)."""
     return suggested_claim_ids(case_key, 1)[0]
