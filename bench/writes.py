@@ -72,6 +72,11 @@ def reads_row(checkout: str, measured: dict) -> dict:
         row[f"{name} {label} ms"] = round(value * 1000, 1)
         row[f"{name} floor ms"] = round(floor * 1000, 1)
         row[f"{name} / floor"] = round(value / floor, 2)
+        if statistic is p95:  # and the medians' ratio, which the machine's load moves less
+            middle = statistics.median(measured[name]) / statistics.median(
+                measured[f"{name}_floor"]
+            )
+            row[f"{name} median / floor"] = round(middle, 2)
         row[f"{name} queries"] = measured[f"{name}_queries"]
     return row
 

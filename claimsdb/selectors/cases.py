@@ -22,7 +22,7 @@ from claimsdb.models import (
     Revision,
 )
 from claimsdb.records import record_document
-from claimsdb.records.batched import batch_values
+from claimsdb.records.batched import RawRows, batch_values
 
 from .pages import count_of
 
@@ -194,20 +194,33 @@ def case_tags() -> list[str]:
     On PostgreSQL by skipping along the index on names, from one name to the next: as many
     index probes as there are names, where ``DISTINCT`` reads every tag of every case on
     each page of the case list."""
-    connection = connections[router.db_for_read(CaseTag)]  # a replica, where one may serve
+    query = case_tags_query()
+    if not isinstance(query, RawRows):
+        return [name for (name,) in query]
+    connection = connections[query.alias]
+    with connection.cursor() as cursor:
+        cursor.execute(query.sql, query.params)
+        return [found for (found,) in cursor.fetchall()]
+
+
+def case_tags_query() -> RawRows | QuerySet[Any]:
+    """``case_tags``' query, to send with others (``records.batched.fetch_together``): its
+    rows hold one name each."""
+    alias = router.db_for_read(CaseTag)  # a replica, where one may serve
+    connection = connections[alias]
     if connection.vendor != "postgresql":
-        return list(CaseTag.objects.order_by("name").values_list("name", flat=True).distinct())
+        return CaseTag.objects.order_by("name").values_list("name").distinct()
     quote = connection.ops.quote_name
     table, name = quote(CaseTag._meta.db_table), quote(CaseTag._meta.get_field("name").column)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH RECURSIVE names(name) AS ("
-            f"(SELECT {name} FROM {table} ORDER BY {name} LIMIT 1) UNION ALL "
-            f"SELECT (SELECT {name} FROM {table} WHERE {name} > names.name "
-            f"ORDER BY {name} LIMIT 1) FROM names WHERE names.name IS NOT NULL) "
-            f"SELECT name FROM names WHERE name IS NOT NULL"
-        )
-        return [found for (found,) in cursor.fetchall()]
+    return RawRows(
+        alias,
+        f"WITH RECURSIVE names(name) AS ("
+        f"(SELECT {name} FROM {table} ORDER BY {name} LIMIT 1) UNION ALL "
+        f"SELECT (SELECT {name} FROM {table} WHERE {name} > names.name "
+        f"ORDER BY {name} LIMIT 1) FROM names WHERE names.name IS NOT NULL) "
+        f"SELECT name FROM names WHERE name IS NOT NULL",
+        (),
+    )
 
 
 def tags_in_use(names: Collection[str]) -> set[str]:

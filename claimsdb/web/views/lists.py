@@ -14,13 +14,18 @@ from django.utils.text import Truncator
 from claimsdb import choices, public, search
 from claimsdb.models import AssessmentMethod, SearchKind
 from claimsdb.records.schema import normalize_tag
-from claimsdb.selectors.cases import case_list_filtered, case_list_rows, case_tags
+from claimsdb.selectors.cases import (
+    case_list_filtered,
+    case_list_rows,
+    case_tags,
+    case_tags_query,
+)
 from claimsdb.selectors.methods import method_list
 from claimsdb.selectors.pages import page_keys
 from claimsdb.selectors.revisions import recent_revisions
 
 from ..access import reads_released, request_has_role
-from ..pagination import paginate
+from ..pagination import ListPage, paginate, paginate_together
 from ..presenters import LABELS, detail_url, label, method_from_document, parse_date
 
 RECENT_RELEASES = 5
@@ -182,6 +187,7 @@ def case_list(request: HttpRequest) -> HttpResponse:
     """Cases, filtered by status, tag and the values of their current assessment (for the
     public: released cases, by tag and assessment)."""
     released = reads_released(request)
+    unfiltered: ListPage | None = None  # the page, when read with the methods and tags
     if released:
         # methods are few: one plain query rather than a streaming cursor's three trips
         methods: list[AssessmentMethod] = [
@@ -189,9 +195,25 @@ def case_list(request: HttpRequest) -> HttpResponse:
             for _, document, _ in public.released_records("method")[:]
         ]
         tags = public.released_tags()
-    else:
+    elif request.GET.get("tag") or any(name.startswith("a.") for name in request.GET):
+        # the tag and the assessment filters are checked against the tags in use and the
+        # methods' vocabularies before the cases are filtered with them
         methods = list(method_list())
         tags = case_tags()
+    else:
+        # no filter to check: the methods, the tags in use, the count and the page are read
+        # in one round of queries (on PostgreSQL one round trip)
+        status = request.GET.get("status", "")
+        cases = case_list_filtered(status=status if status in choices.CaseStatus.values else "")
+        unfiltered, found = paginate_together(
+            request,
+            page_keys(cases),
+            {"methods": method_list(), "tags": case_tags_query()},
+            noun="case",
+            load=case_list_rows,
+        )
+        methods = found["methods"]
+        tags = [name for (name,) in found["tags"]]
     dimensions: dict[str, dict] = {}
     for method in methods:
         for dimension in method.dimensions:
@@ -220,8 +242,11 @@ def case_list(request: HttpRequest) -> HttpResponse:
         pages = paginate(request, records, noun="case")
         rows = _released_case_rows(pages.items, labels)
     else:
-        cases = case_list_filtered(status=status, tag=tag, values=values)
-        pages = paginate(request, page_keys(cases), noun="case", load=case_list_rows)
+        if unfiltered is not None:
+            pages = unfiltered
+        else:
+            cases = case_list_filtered(status=status, tag=tag, values=values)
+            pages = paginate(request, page_keys(cases), noun="case", load=case_list_rows)
         rows = _working_case_rows(pages.items, labels)
     return render(
         request,
