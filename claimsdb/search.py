@@ -32,7 +32,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from claimsdb.models import SearchEntry, SearchKind, SearchScope
 from claimsdb.models.search import MORE_FIELDS, MORE_SEPARATOR, SEARCH_CONFIG
-from claimsdb.records.batched import compiled_rows
+from claimsdb.records.batched import compiled_query, compiled_rows, run_together
 
 PER_PAGE = 20
 KINDS = SearchKind.values  # the order of the counts
@@ -83,7 +83,8 @@ def search(
 
     Ordered by the exact key match first, then rank (PostgreSQL), then kind and key, so
     pages never overlap. An unknown ``kind`` means every kind; a ``page`` out of range
-    gives the last page. Two queries.
+    gives the last page. Two queries, sent together (on PostgreSQL one round trip); a page
+    out of range, one more.
     """
     query = query.strip()
     kind = kind if kind in KINDS else ""
@@ -92,13 +93,33 @@ def search(
         empty = Paginator[SearchHit]([], per_page).get_page(1)
         return SearchResults(query, kind, dict.fromkeys(KINDS, 0), empty)
     params = _params(query, scope)
+    page_params = {**params, "kind": kind} if kind else params
+    # the counts, and the page asked for, sent together (``run_together``); a page number
+    # out of range is read again once the counts are known
+    try:
+        guess = max(1, int(page))
+    except (TypeError, ValueError):
+        guess = 1
+    start = (guess - 1) * per_page
+    found = run_together(
+        {
+            "counts": compiled_query(_shape("search.counts", params), SearchEntry, _counts, params),
+            "page": compiled_query(
+                _shape("search.page", page_params),
+                SearchEntry,
+                _page,
+                page_params,
+                " LIMIT %s OFFSET %s",
+                (per_page, start),
+            ),
+        }
+    )
     counts = dict.fromkeys(KINDS, 0)
-    _, rows = compiled_rows(_shape("search.counts", params), SearchEntry, _counts, params)
-    counts.update(rows)
-    if kind:
-        params["kind"] = kind
+    counts.update(found["counts"][1])
     total = counts[kind] if kind else sum(counts.values())
-    paginator = Paginator(_Counted(params, total, query), per_page)
+    names, rows = found["page"]
+    hits = [_hit(dict(zip(names, row, strict=True)), query) for row in rows]
+    paginator = Paginator(_Counted(page_params, total, query, (start, hits)), per_page)
     return SearchResults(query, kind, counts, paginator.get_page(page))
 
 
@@ -122,8 +143,11 @@ class _Counted:
     """The hits of a search, for a paginator that need not count them: the counts query
     already did. A page of them is one query."""
 
-    def __init__(self, params: dict[str, str], total: int, query: str):
+    def __init__(
+        self, params: dict[str, str], total: int, query: str, known: tuple[int, list[SearchHit]]
+    ):
         self.params, self.total, self.query = params, total, query
+        self.start, self.known = known  # the hits from ``start`` on, read already
 
     def count(self) -> int:
         return self.total
@@ -146,6 +170,8 @@ class _Counted:
         start, stop, _ = index.indices(self.total)
         if not self.total or stop <= start:
             return []
+        if start == self.start and stop - start <= len(self.known):
+            return self.known[: stop - start]
         names, rows = compiled_rows(
             _shape("search.page", self.params),
             SearchEntry,

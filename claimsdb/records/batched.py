@@ -407,19 +407,34 @@ class Marker(str):
     __slots__ = ()
 
 
-def compiled_rows(
+class CompiledQuery(NamedTuple):
+    """A query put together by ``compiled_query``: where it runs, its compiler (for the
+    rows' converters), its SQL and parameters, and the names of its columns."""
+
+    alias: str
+    compiler: Any
+    sql: str
+    params: list[Any]
+    names: list[str]
+
+    def rows(self, found: list[tuple]) -> Iterable[tuple]:
+        """The rows the database gave for it, through the compiler's converters."""
+        return _converted(self.compiler, found)
+
+
+def compiled_query(
     name: str,
     model: type,
     build: Callable[..., QuerySet],
     params: dict[str, Any],
     suffix: str = "",
     suffix_params: Sequence[Any] = (),
-) -> tuple[list[str], Iterable[tuple]]:
-    """The column names and rows of ``build(**markers)``, a ``values`` or ``values_list``
-    query of ``model``, run with ``params`` in the markers' places, ``suffix`` (e.g.
-    ``LIMIT %s OFFSET %s``, which the ORM would write into the SQL as numbers) and its
-    parameters appended. ``name`` is unique to the query's shape: whatever ``build`` does
-    with the markers must not depend on their values.
+) -> CompiledQuery:
+    """``build(**markers)``, a ``values`` or ``values_list`` query of ``model``, with
+    ``params`` in the markers' places, ``suffix`` (e.g. ``LIMIT %s OFFSET %s``, which the
+    ORM would write into the SQL as numbers) and its parameters appended. ``name`` is
+    unique to the query's shape: whatever ``build`` does with the markers must not depend
+    on their values.
 
     As ``batch_values``: on PostgreSQL the query is put together and compiled once per
     thread and database (a search's two queries took longer to put together than to run);
@@ -456,12 +471,29 @@ def compiled_rows(
             values[index] = params[key]
     query = compiler.query
     names = [*query.extra_select, *query.values_select, *query.annotation_select]
-    with connection.cursor() as cursor:
-        cursor.execute(sql + suffix, [*values, *suffix_params])
-        found = cursor.fetchall()
-    if compiler.has_extra_select:
-        found = [row[: compiler.col_count] for row in found]
-    return names, compiler.results_iter(results=[found], tuple_expected=True)
+    return CompiledQuery(alias, compiler, sql + suffix, [*values, *suffix_params], names)
+
+
+def compiled_rows(
+    name: str,
+    model: type,
+    build: Callable[..., QuerySet],
+    params: dict[str, Any],
+    suffix: str = "",
+    suffix_params: Sequence[Any] = (),
+) -> tuple[list[str], Iterable[tuple]]:
+    """The column names and rows of ``compiled_query``'s query."""
+    (names, rows) = run_together(
+        {"": compiled_query(name, model, build, params, suffix, suffix_params)}
+    )[""]
+    return names, rows
+
+
+def run_together(queries: Mapping[str, CompiledQuery]) -> dict[str, tuple[list[str], list]]:
+    """The column names and rows of each of ``compiled_query``'s queries, sent together
+    (``fetch_together``)."""
+    found = fetch_together({n: RawRows(q.alias, q.sql, q.params) for n, q in queries.items()})
+    return {n: (q.names, list(q.rows(found[n]))) for n, q in queries.items()}
 
 
 def _among(ids: list[int]) -> Any:
