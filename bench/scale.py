@@ -85,7 +85,6 @@ from bench.harness import (  # noqa: E402  (the root is on the path from here on
     postgres_url,
     serve_child,
     setup_django,
-    timed,
 )
 from bench.harness import run_child as run_script  # noqa: E402
 
@@ -572,8 +571,11 @@ def child_throughput(writers: list[int], rounds: int, seconds: float, port: int)
 
 
 @child
-def child_reads(key: str, word: str, repeats: int) -> dict:
-    """The case API, the case list page and a search, each against its raw floor."""
+def child_reads(key: str, word: str, repeats: int, profile: str = "") -> dict:
+    """The case API, the case list page and a search, each against its raw floor, the
+    requests and their floors interleaved (each round runs every read and every floor
+    once, so that the machine's load falls on both alike); then the queries of one request
+    of each, and with ``profile``, a cProfile of one of each written to that file."""
     setup_django()
     from django.contrib.auth.models import User
     from django.db import connection
@@ -604,10 +606,11 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
 
         return fetch
 
-    result: dict[str, list[float]] = {}
-    result["api"] = timed(get(f"/api/v1/cases/{key}/"), repeats)
-    result["list"] = timed(get("/cases/"), repeats)
-    result["search"] = timed(get("/", q=word), repeats)
+    reads: dict[str, Callable[[], None]] = {
+        "api": get(f"/api/v1/cases/{key}/"),
+        "list": get("/cases/"),
+        "search": get("/", q=word),
+    }
 
     case_table = Case._meta.db_table
     case_key = Case._meta.get_field("key").column
@@ -639,7 +642,7 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
             keys = _named_keys(cursor, rows)
             json.dumps({"etag": etag, "rows": rows, "keys": keys}, default=str, sort_keys=True)
 
-    result["api_floor"] = timed(api_floor, repeats)
+    reads["api_floor"] = api_floor
 
     def list_floor() -> None:
         # what one page of the list shows, and the count above it: each case's columns,
@@ -671,7 +674,7 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
             cursor.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(case_table)))
             cursor.fetchone()
 
-    result["list_floor"] = timed(list_floor, repeats)
+    reads["list_floor"] = list_floor
 
     with connection.cursor() as cursor:
         # the floor's own index: what a stored, GIN-indexed tsvector gives
@@ -733,12 +736,12 @@ def child_reads(key: str, word: str, repeats: int) -> dict:
             cursor.execute(page_query, [word, SEARCH_PAGE])
             cursor.fetchall()
 
-    result["search_floor"] = timed(search_floor, repeats)
-    result.update(_queue_reads(get, repeats))
-    return result
+    reads["search_floor"] = search_floor
+    reads.update(_queue_reads(get))
+    return _interleaved(reads, repeats, profile)
 
 
-def _queue_reads(get: Callable[..., Callable[[], None]], repeats: int) -> dict[str, list[float]]:
+def _queue_reads(get: Callable[..., Callable[[], None]]) -> dict[str, Callable[[], None]]:
     """The review queue's page (``/review/``, signed in as the reviewer) at its start and
     halfway down, against the bare SQL behind what it shows: the page of waiting records
     along the queue's partial index (with their revision counts), their count, the authors
@@ -756,8 +759,8 @@ def _queue_reads(get: Callable[..., Callable[[], None]], repeats: int) -> dict[s
     middle = waiting[waiting.count() // 2 : waiting.count() // 2 + 1].first()
     after = encode_cursor(middle) if middle is not None else ""
     result = {
-        "queue": timed(get("/review/"), repeats),
-        "queue_middle": timed(get("/review/", after=after), repeats),
+        "queue": get("/review/"),
+        "queue_middle": get("/review/", after=after),
     }
     names = {
         "state": sql.Identifier(ReviewState._meta.db_table),
@@ -805,8 +808,39 @@ def _queue_reads(get: Callable[..., Callable[[], None]], repeats: int) -> dict[s
 
         return run
 
-    result["queue_floor"] = timed(floor(None), repeats)
-    result["queue_middle_floor"] = timed(floor(start), repeats)
+    result["queue_floor"] = floor(None)
+    result["queue_middle_floor"] = floor(start)
+    return result
+
+
+def _interleaved(reads: dict[str, Callable[[], None]], repeats: int, profile: str) -> dict:
+    """Seconds of ``repeats`` rounds of every read, each round running them all in turn
+    (after one warming round); the queries of one call of each; with ``profile``, the
+    cProfile of one call of each written to that file."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    result: dict[str, Any] = {name: [] for name in reads}
+    for n in range(repeats + 1):
+        for name, read in reads.items():
+            start = time.perf_counter()
+            read()
+            if n:  # the first round warms the caches up
+                result[name].append(time.perf_counter() - start)
+    for name, read in reads.items():
+        with CaptureQueriesContext(connection) as captured:
+            read()
+        result[f"{name}_queries"] = len(captured)
+    if profile:
+        text = io.StringIO()
+        for name, read in reads.items():
+            profiler = cProfile.Profile()
+            profiler.enable()
+            read()
+            profiler.disable()
+            print(f"--- {name}", file=text)
+            pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(40)
+        Path(profile).write_text(text.getvalue(), encoding="utf-8")
     return result
 
 

@@ -155,9 +155,7 @@ def report(connection) -> None:
             f"{ours[0] * 1000:.1f} / {ours[1] * 1000:.1f} ms | "
             f"{floor[0] * 1000:.1f} / {floor[1] * 1000:.1f} ms | {ours[1] / floor[1]:.2f}× |"
         )
-    page = search._ordered(
-        search._matching(search.SearchEntry.objects.filter(scope="working"), "w0100"), "w0100"
-    )[:20]
+    page = search._page(**search._params("w0100", "working"))[:20]
     sql, params = page.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (VERBOSE, COSTS OFF) " + sql, params)

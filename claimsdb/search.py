@@ -32,6 +32,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from claimsdb.models import SearchEntry, SearchKind, SearchScope
 from claimsdb.models.search import MORE_FIELDS, MORE_SEPARATOR, SEARCH_CONFIG
+from claimsdb.records.batched import compiled_query, compiled_rows, run_together
 
 PER_PAGE = 20
 KINDS = SearchKind.values  # the order of the counts
@@ -82,7 +83,8 @@ def search(
 
     Ordered by the exact key match first, then rank (PostgreSQL), then kind and key, so
     pages never overlap. An unknown ``kind`` means every kind; a ``page`` out of range
-    gives the last page. Two queries.
+    gives the last page. Two queries, sent together (on PostgreSQL one round trip); a page
+    out of range, one more.
     """
     query = query.strip()
     kind = kind if kind in KINDS else ""
@@ -90,22 +92,62 @@ def search(
     if not query:
         empty = Paginator[SearchHit]([], per_page).get_page(1)
         return SearchResults(query, kind, dict.fromkeys(KINDS, 0), empty)
-    found = _matching(SearchEntry.objects.filter(scope=scope), query)
+    params = _params(query, scope)
+    page_params = {**params, "kind": kind} if kind else params
+    # the counts, and the page asked for, sent together (``run_together``); a page number
+    # out of range is read again once the counts are known
+    try:
+        guess = max(1, int(page))
+    except (TypeError, ValueError):
+        guess = 1
+    start = (guess - 1) * per_page
+    found = run_together(
+        {
+            "counts": compiled_query(_shape("search.counts", params), SearchEntry, _counts, params),
+            "page": compiled_query(
+                _shape("search.page", page_params),
+                SearchEntry,
+                _page,
+                page_params,
+                " LIMIT %s OFFSET %s",
+                (per_page, start),
+            ),
+        }
+    )
     counts = dict.fromkeys(KINDS, 0)
-    counts.update(found.order_by().values_list("kind").annotate(n=Count("pk")))
-    if kind:
-        found = found.filter(kind=kind)
+    counts.update(found["counts"][1])
     total = counts[kind] if kind else sum(counts.values())
-    paginator = Paginator(_Counted(_ordered(found, query), total, query), per_page)
+    names, rows = found["page"]
+    hits = [_hit(dict(zip(names, row, strict=True)), query) for row in rows]
+    paginator = Paginator(_Counted(page_params, total, query, (start, hits)), per_page)
     return SearchResults(query, kind, counts, paginator.get_page(page))
+
+
+def _params(query: str, scope: str) -> dict[str, str]:
+    """The values a search's queries take: the scope, the query as typed, the key it would
+    be, and for a query typed as a key (or its first parts) that key's parts as a phrase,
+    the last one a prefix (the index holds every key's parts as words, in order)."""
+    params = {"scope": str(scope), "text": query, "key": query.upper()}
+    parts = _key_parts(query)
+    if parts:
+        params["phrase"] = " <-> ".join(f"'{part.lower()}'" for part in parts) + ":*"
+    return params
+
+
+def _shape(name: str, params: dict[str, str]) -> str:
+    """The name of a query put together once (``compiled_rows``): its parameters' names."""
+    return ".".join([name, *sorted(params), connection.vendor])
 
 
 class _Counted:
     """The hits of a search, for a paginator that need not count them: the counts query
     already did. A page of them is one query."""
 
-    def __init__(self, rows: QuerySet[SearchEntry, dict[str, Any]], total: int, query: str):
-        self.rows, self.total, self.query = rows, total, query
+    def __init__(
+        self, params: dict[str, str], total: int, query: str, known: tuple[int, list[SearchHit]]
+    ):
+        self.params, self.total, self.query = params, total, query
+        self.start, self.known = known  # the hits from ``start`` on, read already
 
     def count(self) -> int:
         return self.total
@@ -124,8 +166,21 @@ class _Counted:
 
     def __getitem__(self, index: int | slice) -> SearchHit | list[SearchHit]:
         if isinstance(index, int):
-            return _hit(self.rows[index], self.query)
-        return [_hit(row, self.query) for row in self.rows[index]] if self.total else []
+            return self[index : index + 1][0]
+        start, stop, _ = index.indices(self.total)
+        if not self.total or stop <= start:
+            return []
+        if start == self.start and stop - start <= len(self.known):
+            return self.known[: stop - start]
+        names, rows = compiled_rows(
+            _shape("search.page", self.params),
+            SearchEntry,
+            _page,
+            self.params,
+            " LIMIT %s OFFSET %s",
+            (stop - start, start),
+        )
+        return [_hit(dict(zip(names, row, strict=True)), self.query) for row in rows]
 
 
 FIELDS = ("kind", "key", "case_key", "status", "source_kind", "revision")
@@ -133,11 +188,6 @@ FIELDS = ("kind", "key", "case_key", "status", "source_kind", "revision")
 
 def _postgresql() -> bool:
     return connection.vendor == "postgresql"
-
-
-def _exact_key(query: str) -> Q:
-    # keys and claim IDs are upper case: an equality on the (scope, key) index
-    return Q(key=query.upper())
 
 
 KEYLIKE = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+-?")
@@ -150,14 +200,10 @@ def _key_parts(query: str) -> list[str]:
     return [part for part in query.split("-") if part]
 
 
-def _text_query(query: str) -> SearchQuery:
-    """The query as web-search syntax; a query typed as a key or its first parts also
-    matches keys starting with it: its parts as a phrase, the last one a prefix (the index
-    holds every key's parts as words, in order)."""
-    text_query = SearchQuery(query, search_type="websearch", config=SEARCH_CONFIG)
-    parts = _key_parts(query)
-    if parts:
-        phrase = " <-> ".join(f"'{part.lower()}'" for part in parts) + ":*"
+def _text_query(text: str, phrase: str | None) -> SearchQuery:
+    """The query as web-search syntax, or'ed with the phrase of its key's parts."""
+    text_query = SearchQuery(text, search_type="websearch", config=SEARCH_CONFIG)
+    if phrase is not None:
         text_query |= SearchQuery(phrase, search_type="raw", config=SEARCH_CONFIG)
     return text_query
 
@@ -166,23 +212,50 @@ def _words(query: str) -> list[str]:
     return query.split()
 
 
-def _matching(entries: QuerySet[SearchEntry], query: str) -> QuerySet[SearchEntry]:
+def _matching(
+    scope: str, text: str, key: str, phrase: str | None = None, kind: str | None = None
+) -> QuerySet[SearchEntry]:
+    """The entries of ``scope`` the query matches (``_params``' values), of ``kind`` if
+    given. A query typed as a key or a claim ID (upper case in the index) matches that
+    entry too, by an equality on the (scope, key) index."""
+    entries = SearchEntry.objects.filter(scope=scope)
     if _postgresql():
-        return entries.filter(Q(vector=_text_query(query)) | _exact_key(query))
-    every_word = Q()
-    for word in _words(query):
-        every_word &= Q(title__icontains=word) | Q(text__icontains=word) | Q(more__icontains=word)
-    return entries.filter(every_word | _exact_key(query))
+        found = entries.filter(Q(vector=_text_query(text, phrase)) | Q(key=key))
+    else:
+        every_word = Q()
+        for word in _words(text):
+            every_word &= (
+                Q(title__icontains=word) | Q(text__icontains=word) | Q(more__icontains=word)
+            )
+        found = entries.filter(every_word | Q(key=key))
+    return found.filter(kind=kind) if kind is not None else found
 
 
-def _ordered(found: QuerySet[SearchEntry], query: str) -> QuerySet[SearchEntry, dict[str, Any]]:
-    exact = Case(
-        When(_exact_key(query), then=Value(1)), default=Value(0), output_field=IntegerField()
+def _counts(
+    scope: str, text: str, key: str, phrase: str | None = None
+) -> QuerySet[SearchEntry, tuple[str, int]]:
+    """The hits of each kind (``kind``, number)."""
+    return (
+        _matching(scope, text, key, phrase).order_by().values_list("kind").annotate(n=Count("pk"))
     )
+
+
+def _page(
+    scope: str, text: str, key: str, phrase: str | None = None, kind: str | None = None
+) -> QuerySet[SearchEntry, dict[str, Any]]:
+    """The hits in order, each with its fields and (PostgreSQL) its title and text
+    highlighted; the page is cut by the caller (``LIMIT``/``OFFSET``)."""
+    return _ordered(_matching(scope, text, key, phrase, kind), text, key, phrase)
+
+
+def _ordered(
+    found: QuerySet[SearchEntry], text: str, key: str, phrase: str | None = None
+) -> QuerySet[SearchEntry, dict[str, Any]]:
+    exact = Case(When(Q(key=key), then=Value(1)), default=Value(0), output_field=IntegerField())
     found = found.annotate(exact=exact)
     if not _postgresql():
         return found.order_by("-exact", "kind", "key").values(*FIELDS, "title", "text", "more")
-    text_query = _text_query(query)
+    text_query = _text_query(text, phrase)
 
     def headline(
         field: str,

@@ -68,3 +68,18 @@ def test_the_edit_page_suggests_the_tag_in_use(seeded, analyst):
     )
     assert response.status_code in (400, 422)
     assert "use 'rdma'" in text_of(response.content.decode())
+
+
+def test_which_tags_are_in_use_is_one_query_of_the_names_alone(seeded, django_assert_num_queries):
+    """The near-duplicate check asks which of a write's tags some case has: one query, by
+    name, whatever the number of cases that have them (it once read and sorted every one)."""
+    from claimsdb.models import CaseTag
+    from claimsdb.selectors.cases import tags_in_use
+
+    existing = set(CaseTag.objects.values_list("name", flat=True)[:2])
+    assert existing
+    with django_assert_num_queries(1) as captured:
+        found = tags_in_use(existing | {"no-such-tag"})
+    assert found == existing
+    assert '"claimsdb_case"' not in captured.captured_queries[0]["sql"]  # no join, no sort
+    assert tags_in_use(set()) == set()

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, connections, router
 from django.db.models import Model, QuerySet
 from django.db.models.expressions import RawSQL
+from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
 from claimsdb.models import (
@@ -99,11 +101,12 @@ def case_documents(cases: Sequence[Case]) -> list[dict[str, Any]]:
     """The documents of ``cases`` (rows with at least ``CASE_FIELDS``), in their order:
     eleven queries, whatever the cases hold."""
     batch_ids = [case.pk for case in cases]
+    fetched = _all_values(list(BATCH_QUERIES), batch_ids)
 
     def rows(name: str) -> dict[int, list[tuple]]:
         """Rows of one query for the batch, grouped by their case (the first field)."""
         grouped: dict[int, list[tuple]] = defaultdict(list)
-        for row in _values(name, batch_ids):
+        for row in fetched[name]:
             grouped[row[0]].append(row[1:])
         return grouped
 
@@ -118,7 +121,7 @@ def case_documents(cases: Sequence[Case]) -> list[dict[str, Any]]:
     batch = set(batch_ids)
     relations_out: dict[int, list[tuple]] = defaultdict(list)
     relations_in: dict[int, list[tuple]] = defaultdict(list)
-    for _, case_id, other_id, case_key, other_key, kind, note in _values("relations", batch_ids):
+    for _, case_id, other_id, case_key, other_key, kind, note in fetched["relations"]:
         if case_id in batch:
             relations_out[case_id].append((other_key, kind, note))
         if other_id in batch and kind in SYMMETRIC_RELATIONS:
@@ -263,6 +266,16 @@ def batch_values(
     connection = connections[alias]
     if connection.vendor != "postgresql" or not ids:
         return build(_among(ids)).using(alias)
+    compiler, sql, params = _prepared(name, alias, build, ids)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return _converted(compiler, cursor.fetchall())
+
+
+def _prepared(
+    name: str, alias: str, build: Callable[[Any], QuerySet], ids: list[int]
+) -> tuple[Any, str, list[Any]]:
+    """The compiler of ``batch_values``' query, its SQL and its parameters for ``ids``."""
     cache = _compiled.__dict__.setdefault("queries", {})
     entry = cache.get((name, alias))
     if entry is None:
@@ -277,12 +290,227 @@ def batch_values(
     params = list(params)
     for index in at:
         params[index] = ids
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        found = cursor.fetchall()
+    return compiler, sql, params
+
+
+def _converted(compiler: Any, found: list[tuple]) -> Iterable[tuple]:
     if compiler.has_extra_select:
         found = [row[: compiler.col_count] for row in found]
     return compiler.results_iter(results=[found], tuple_expected=True)
+
+
+def _all_values(names: list[str], ids: list[int]) -> dict[str, list[tuple]]:
+    """The rows of several ``BATCH_QUERIES`` for the cases ``ids``, by name.
+
+    On PostgreSQL the queries are sent together in one pipeline (psycopg's pipeline mode):
+    the database runs them one after the other as before, in the same transaction, but
+    the process waits for their results once rather than once per query (a case document
+    is ten queries, which the write path reads twice). Each still goes through the
+    connection's cursor (counted, logged, wrapped)."""
+    aliases = {router.db_for_read(BATCH_QUERIES[name][0]) for name in names}
+    connection = connections[next(iter(aliases))] if len(aliases) == 1 else None
+    if connection is None or connection.vendor != "postgresql" or not ids:
+        return {name: list(_values(name, ids)) for name in names}
+    alias = connection.alias
+    prepared = {name: _prepared(name, alias, BATCH_QUERIES[name][1], ids) for name in names}
+    connection.ensure_connection()
+    cursors = {}
+    try:
+        with connection.connection.pipeline():
+            for name, (_, sql, params) in prepared.items():
+                cursors[name] = connection.cursor()
+                cursors[name].execute(sql, params)
+            fetched = {name: cursor.fetchall() for name, cursor in cursors.items()}
+    finally:
+        for cursor in cursors.values():
+            cursor.close()
+    return {name: list(_converted(prepared[name][0], fetched[name])) for name in names}
+
+
+class RawRows(NamedTuple):
+    """A query of ``fetch_together`` written in SQL: its rows as tuples."""
+
+    alias: str
+    sql: str
+    params: Sequence[Any]
+
+
+def fetch_together(querysets: Mapping[str, QuerySet | RawRows]) -> dict[str, list[Any]]:
+    """The results of several independent querysets, by name, as ``list(queryset)`` gives
+    them (``values_list`` tuples or flat values, or model instances of a plain query), and
+    of queries written in SQL (``RawRows``: tuples).
+
+    On PostgreSQL they are sent together in one pipeline, as ``_all_values`` sends a case
+    document's queries: the process waits for the database once, not once per query. The
+    querysets must not depend on one another's results (each is put together first)."""
+    aliases = {
+        query.alias if isinstance(query, RawRows) else query.db for query in querysets.values()
+    }
+    connection = connections[next(iter(aliases))] if len(aliases) == 1 else None
+    if connection is None or connection.vendor != "postgresql" or len(querysets) < 2:
+        return {name: _listed(connections[alias_of(q)], q) for name, q in querysets.items()}
+    compiled: dict[str, tuple[Any, Any, str, Sequence[Any]]] = {}
+    for name, queryset in querysets.items():
+        if isinstance(queryset, RawRows):
+            compiled[name] = (queryset, None, queryset.sql, queryset.params)
+            continue
+        compiler = queryset.query.get_compiler(connection.alias)
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:
+            sql = ""  # an ``__in`` an empty list: no row, no query (as the ORM does)
+            params = ()
+        compiled[name] = (queryset, compiler, sql, params)
+    connection.ensure_connection()
+    cursors = {}
+    try:
+        with connection.connection.pipeline():
+            for name, (_, _, sql, params) in compiled.items():
+                if sql:
+                    cursors[name] = connection.cursor()
+                    cursors[name].execute(sql, params)
+            fetched = {name: cursor.fetchall() for name, cursor in cursors.items()}
+    finally:
+        for cursor in cursors.values():
+            cursor.close()
+    return {
+        name: _as_listed(queryset, compiler, fetched.get(name, []))
+        for name, (queryset, compiler, _, _) in compiled.items()
+    }
+
+
+def alias_of(query: QuerySet | RawRows) -> str:
+    return query.alias if isinstance(query, RawRows) else query.db
+
+
+def _listed(connection: Any, query: QuerySet | RawRows) -> list[Any]:
+    if not isinstance(query, RawRows):
+        return list(query)
+    with connection.cursor() as cursor:
+        cursor.execute(query.sql, query.params)
+        return [tuple(row) for row in cursor.fetchall()]
+
+
+def _as_listed(queryset: QuerySet | RawRows, compiler: Any, found: list[tuple]) -> list[Any]:
+    if isinstance(queryset, RawRows):
+        return [tuple(row) for row in found]
+    rows = list(_converted(compiler, found))
+    iterable = queryset._iterable_class
+    if iterable is FlatValuesListIterable:
+        return [row[0] for row in rows]
+    if iterable is ValuesListIterable:
+        return rows
+    if iterable is ModelIterable and not queryset.query.select_related:
+        if queryset.query.annotation_select or queryset.query.extra_select:
+            raise ValueError("fetch_together: a model query with annotations")
+        start, end = (
+            compiler.klass_info["select_fields"][0],
+            compiler.klass_info["select_fields"][-1] + 1,
+        )
+        names = [column.target.attname for column, _, _ in compiler.select[start:end]]
+        model = queryset.model
+        return [model.from_db(queryset.db, names, row[start:end]) for row in rows]
+    raise ValueError(f"fetch_together: {iterable.__name__} is not supported")
+
+
+MARK = "\ufdd0"  # a noncharacter, to tell a marker and its copies from other text
+
+
+class Marker(str):
+    """Stands for a parameter of a query put together once (``compiled_rows``): a string,
+    so that fields and expressions take it as they would the text it stands for, and found
+    again among the compiled parameters by identity."""
+
+    __slots__ = ()
+
+
+class CompiledQuery(NamedTuple):
+    """A query put together by ``compiled_query``: where it runs, its compiler (for the
+    rows' converters), its SQL and parameters, and the names of its columns."""
+
+    alias: str
+    compiler: Any
+    sql: str
+    params: list[Any]
+    names: list[str]
+
+    def rows(self, found: list[tuple]) -> Iterable[tuple]:
+        """The rows the database gave for it, through the compiler's converters."""
+        return _converted(self.compiler, found)
+
+
+def compiled_query(
+    name: str,
+    model: type,
+    build: Callable[..., QuerySet],
+    params: dict[str, Any],
+    suffix: str = "",
+    suffix_params: Sequence[Any] = (),
+) -> CompiledQuery:
+    """``build(**markers)``, a ``values`` or ``values_list`` query of ``model``, with
+    ``params`` in the markers' places, ``suffix`` (e.g. ``LIMIT %s OFFSET %s``, which the
+    ORM would write into the SQL as numbers) and its parameters appended. ``name`` is
+    unique to the query's shape: whatever ``build`` does with the markers must not depend
+    on their values.
+
+    As ``batch_values``: on PostgreSQL the query is put together and compiled once per
+    thread and database (a search's two queries took longer to put together than to run);
+    elsewhere every time, with the values themselves."""
+    alias = router.db_for_read(model)
+    connection = connections[alias]
+    if connection.vendor != "postgresql":
+        queryset = build(**params).using(alias)
+        compiler = queryset.query.get_compiler(alias)
+        sql, compiled = compiler.as_sql()
+        positions: dict[str, list[int]] = {}
+    else:
+        cache = _compiled.__dict__.setdefault("queries", {})
+        entry = cache.get((name, alias))
+        if entry is None:
+            markers = {key: Marker(f"{MARK}{key}{MARK}") for key in params}
+            compiler = build(**markers).query.get_compiler(alias)
+            sql, compiled = compiler.as_sql()
+            positions = {
+                key: [i for i, param in enumerate(compiled) if param is marker]
+                for key, marker in markers.items()
+            }
+            copied = MARK in sql or any(
+                isinstance(param, str) and MARK in param and not isinstance(param, Marker)
+                for param in compiled
+            )
+            if copied:  # pragma: no cover - a value worked into the SQL would be kept
+                raise AssertionError(f"query {name} does not keep its parameters apart")
+            entry = cache[(name, alias)] = (compiler, sql, tuple(compiled), positions)
+        compiler, sql, compiled, positions = entry
+    values = list(compiled)
+    for key, at in positions.items():
+        for index in at:
+            values[index] = params[key]
+    query = compiler.query
+    names = [*query.extra_select, *query.values_select, *query.annotation_select]
+    return CompiledQuery(alias, compiler, sql + suffix, [*values, *suffix_params], names)
+
+
+def compiled_rows(
+    name: str,
+    model: type,
+    build: Callable[..., QuerySet],
+    params: dict[str, Any],
+    suffix: str = "",
+    suffix_params: Sequence[Any] = (),
+) -> tuple[list[str], Iterable[tuple]]:
+    """The column names and rows of ``compiled_query``'s query."""
+    (names, rows) = run_together(
+        {"": compiled_query(name, model, build, params, suffix, suffix_params)}
+    )[""]
+    return names, rows
+
+
+def run_together(queries: Mapping[str, CompiledQuery]) -> dict[str, tuple[list[str], list]]:
+    """The column names and rows of each of ``compiled_query``'s queries, sent together
+    (``fetch_together``)."""
+    found = fetch_together({n: RawRows(q.alias, q.sql, q.params) for n, q in queries.items()})
+    return {n: (q.names, list(q.rows(found[n]))) for n, q in queries.items()}
 
 
 def _among(ids: list[int]) -> Any:

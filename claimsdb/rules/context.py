@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from claimsdb.models import (
     AssessmentMethod,
@@ -19,6 +19,7 @@ from claimsdb.models import (
     ScopeRule,
     Source,
 )
+from claimsdb.records.batched import fetch_together
 
 
 @dataclass
@@ -120,24 +121,32 @@ def case_contexts(requests: list[CaseContextRequest]) -> list[DocumentContext]:
     however many documents, each context holding only what its own document names."""
     refs = [_CaseRefs.of(r.document) for r in requests]
     every = _CaseRefs(*(set().union(*(getattr(r, name) for r in refs)) for name in _REF_FIELDS))
-    sources = set(Source.objects.filter(key__in=every.sources).values_list("key", flat=True))
-    methods = {m.key: m for m in AssessmentMethod.objects.filter(key__in=every.methods)}
-    cases = set(Case.objects.filter(key__in=every.cases).values_list("key", flat=True))
+    case_keys = {r.document["key"] for r in requests if r.current_runs is not None}
+    found = fetch_together(
+        {
+            "sources": Source.objects.filter(key__in=every.sources).values_list("key", flat=True),
+            "methods": AssessmentMethod.objects.filter(key__in=every.methods),
+            "cases": Case.objects.filter(key__in=every.cases).values_list("key", flat=True),
+            "reserved": ClaimIdReservation.objects.filter(claim_id__in=every.claim_ids).values_list(
+                "claim_id", "case_key"
+            ),
+            "live": Claim.objects.filter(
+                claim_id__in=every.claim_ids | every.figure_claims
+            ).values_list("claim_id", "case__key"),
+            "figures": Figure.objects.filter(figure_id__in=every.figure_refs).values_list(
+                "figure_id", "case__key"
+            ),
+            **_figures_in_use_queries(case_keys),
+        }
+    )
     components = component_facts(every.components)
-    reserved = dict(
-        ClaimIdReservation.objects.filter(claim_id__in=every.claim_ids).values_list(
-            "claim_id", "case_key"
-        )
-    )
-    live = dict(
-        Claim.objects.filter(claim_id__in=every.claim_ids | every.figure_claims).values_list(
-            "claim_id", "case__key"
-        )
-    )
-    figures = dict(
-        Figure.objects.filter(figure_id__in=every.figure_refs).values_list("figure_id", "case__key")
-    )
-    in_use = _figures_in_use({r.document["key"] for r in requests if r.current_runs is not None})
+    sources = set(found["sources"])
+    methods = {m.key: m for m in found["methods"]}
+    cases = set(found["cases"])
+    reserved = dict(found["reserved"])
+    live = dict(found["live"])
+    figures = dict(found["figures"])
+    in_use = _figures_in_use(found) if case_keys else {}
     contexts = []
     for request, own in zip(requests, refs, strict=True):
         key = request.document["key"]
@@ -175,31 +184,37 @@ _REF_FIELDS = (
 )
 
 
-def _figures_in_use(case_keys: set[str]) -> dict[str, list[tuple[str, str]]]:
-    """For each case, its figures that other cases attribute or active rules name: the
-    attributions first (in their order), then the rules by key."""
-    in_use: dict[str, list[tuple[str, str]]] = {}
+def _figures_in_use_queries(case_keys: set[str]) -> dict[str, QuerySet[Any]]:
+    """The queries of ``_figures_in_use``: the attributions by other cases of the figures
+    of ``case_keys``, those figures' owners, and the active rules naming them."""
     if not case_keys:
-        return in_use
-    attributions = cast(
+        return {}
+    owned = Figure.objects.filter(case__key__in=case_keys)
+    return {
         # figure_id is the figure's ID, not its primary key (see state.attribution_rows)
-        "Iterable[tuple[str, str, str]]",
-        Attribution.objects.filter(figure__case__key__in=case_keys)
+        "in_use.attributions": Attribution.objects.filter(figure__case__key__in=case_keys)
         .exclude(case__key=F("figure__case__key"))
         .values_list("figure_id", "figure__case__key", "case__key"),
-    )
+        "in_use.owners": owned.values_list("figure_id", "case__key"),
+        "in_use.rules": ScopeRule.objects.filter(
+            status="active", figure__in=owned.values("figure_id")
+        )
+        .order_by("key")
+        .values_list("figure", "key"),
+    }
+
+
+def _figures_in_use(found: dict[str, list[Any]]) -> dict[str, list[tuple[str, str]]]:
+    """For each case, its figures that other cases attribute or active rules name: the
+    attributions first (in their order), then the rules by key (``found``: the results of
+    ``_figures_in_use_queries``)."""
+    in_use: dict[str, list[tuple[str, str]]] = {}
+    attributions = cast("Iterable[tuple[str, str, str]]", found["in_use.attributions"])
     for figure_id, owner, other in attributions:
         in_use.setdefault(owner, []).append((figure_id, f"attributed by case {other}"))
-    owners = dict(
-        Figure.objects.filter(case__key__in=case_keys).values_list("figure_id", "case__key")
-    )
-    if owners:
-        for figure_id, rule_key in (
-            ScopeRule.objects.filter(status="active", figure__in=list(owners))
-            .order_by("key")
-            .values_list("figure", "key")
-        ):
-            in_use.setdefault(owners[figure_id], []).append(
-                (figure_id, f"named by scope rule {rule_key}")
-            )
+    owners = dict(found["in_use.owners"])
+    for figure_id, rule_key in found["in_use.rules"]:
+        in_use.setdefault(owners[figure_id], []).append(
+            (figure_id, f"named by scope rule {rule_key}")
+        )
     return in_use

@@ -18,7 +18,7 @@ full scan reports. docs/write-path.md explains the choice step by step.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection
 from django.db.models import Q, QuerySet
@@ -26,8 +26,15 @@ from django.db.models.expressions import RawSQL
 
 from claimsdb.choices import RelationKind
 from claimsdb.models import Assessment, Attribution, Claim, Figure, Relation, ScopeRule
+from claimsdb.records.batched import fetch_together
 
-from .state import FIGURE_FACTS, FigureFact, RuleFact, ScopeState, attribution_rows
+from .state import (
+    FIGURE_FACTS,
+    FigureFact,
+    RuleFact,
+    ScopeState,
+    attribution_queryset,
+)
 
 
 def affected_cases(
@@ -49,38 +56,45 @@ def affected_cases(
         for figure in document["figures"]:
             figure_ids.add(figure["id"])
             figure_claims |= set(figure["claims"])
-    if cases:
-        # relations as they are (a removed relation changes the partner too)
-        for case, other in relations_of(cases, "case__key", "other__key"):
-            seeds |= {case, other}
-        # figures as they are: their facts may change or they may go
-        for figure_id, claims in Figure.objects.filter(case__key__in=cases).values_list(
-            "figure_id", "claims"
-        ):
-            figure_ids.add(figure_id)
-            figure_claims |= set(claims)
     for document in rules.values():
         seeds.add(document["case"])
+    # the records as they are, in two rounds of queries sent together (``fetch_together``)
+    first: dict[str, QuerySet[Any]] = {}
+    if cases:
+        # relations as they are (a removed relation changes the partner too)
+        first["relations"] = relations_of(cases, "case__key", "other__key")
+        # figures as they are: their facts may change or they may go
+        first["figures"] = Figure.objects.filter(case__key__in=cases).values_list(
+            "figure_id", "claims"
+        )
     if rules:
         # a rule may be moved to another case: the case it named keeps changing too
-        seeds |= set(ScopeRule.objects.filter(key__in=rules).values_list("case", flat=True))
+        first["rules"] = ScopeRule.objects.filter(key__in=rules).values_list("case", flat=True)
+    found = fetch_together(first)
+    for case, other in found.get("relations", []):
+        seeds |= {case, other}
+    for figure_id, claims in found.get("figures", []):
+        figure_ids.add(figure_id)
+        figure_claims |= set(claims)
+    seeds |= set(found.get("rules", []))
+    second: dict[str, QuerySet[Any]] = {}
     if figure_ids:
         # whoever attributes these figures or is protected from them by a rule sees
         # their facts (owner, scope, value) in its violations
-        seeds |= set(
-            Attribution.objects.filter(figure_id__in=figure_ids).values_list("case__key", flat=True)
+        second["attributing"] = Attribution.objects.filter(figure_id__in=figure_ids).values_list(
+            "case__key", flat=True
         )
-        seeds |= set(
-            ScopeRule.objects.filter(status="active", figure__in=figure_ids).values_list(
-                "case", flat=True
-            )
-        )
+        second["protected"] = ScopeRule.objects.filter(
+            status="active", figure__in=figure_ids
+        ).values_list("case", flat=True)
     if figure_claims:
         # an assessment's basis claims are its case's own; a figure of another case may
         # support them, so the owners of the claims these figures support are affected
-        seeds |= set(
-            Claim.objects.filter(claim_id__in=figure_claims).values_list("case__key", flat=True)
+        second["claim_owners"] = Claim.objects.filter(claim_id__in=figure_claims).values_list(
+            "case__key", flat=True
         )
+    for keys in fetch_together(second).values():
+        seeds |= set(keys)
     return same_event_closure(seeds)
 
 
@@ -107,31 +121,35 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
 
     Violations are reported for ``cases`` only, and are exactly those the full scan
     reports for them. ``figures`` adds figure facts that a caller needs besides (the
-    figure a written rule names). Five queries, whatever the size of the knowledge base;
-    each reads rows in the order the full scan reads them, so violations come out in the
-    same order too.
+    figure a written rule names). Five queries, whatever the size of the knowledge base
+    (the first four sent together: on PostgreSQL one round trip); each reads rows in the
+    order the full scan reads them, so violations come out in the same order too.
     """
     state = ScopeState(report=set(cases))
-    # in the full scan's order (the model's: case, other, kind)
-    state.relations = list(
-        relations_of(cases, "case__key", "other__key", "kind").order_by(
-            "case__key", "other__key", "kind"
-        )
+    # four independent queries, sent together (``fetch_together``)
+    found = fetch_together(
+        {
+            # in the full scan's order (the model's: case, other, kind)
+            "relations": relations_of(cases, "case__key", "other__key", "kind").order_by(
+                "case__key", "other__key", "kind"
+            ),
+            "attributions": attribution_queryset(Attribution.objects.filter(case__key__in=cases)),
+            "assessments": Assessment.objects.filter(case__key__in=cases).values_list(
+                "case__key", "position", "impact", "basis_claims"
+            ),
+            # rules naming a case of a component decide its bridges and its forbidden figures
+            "rules": ScopeRule.objects.filter(status="active", case__in=cases)
+            .order_by("key")
+            .values_list("key", "figure", "case", "reason"),
+        }
     )
-    state.attributions = attribution_rows(Attribution.objects.filter(case__key__in=cases))
+    state.relations = found["relations"]
+    state.attributions = cast("list[tuple[str, int, str, str]]", found["attributions"])
     state.assessments = [
         (case, position, impact, frozenset(claims))
-        for case, position, impact, claims in Assessment.objects.filter(
-            case__key__in=cases
-        ).values_list("case__key", "position", "impact", "basis_claims")
+        for case, position, impact, claims in found["assessments"]
     ]
-    # rules naming a case of a component decide its bridges and its forbidden figures
-    state.rules = [
-        RuleFact(*row)
-        for row in ScopeRule.objects.filter(status="active", case__in=cases)
-        .order_by("key")
-        .values_list("key", "figure", "case", "reason")
-    ]
+    state.rules = [RuleFact(*row) for row in found["rules"]]
     wanted = {figure for _, _, figure, _ in state.attributions}
     wanted |= {rule.figure for rule in state.rules}
     wanted |= set(figures)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from datetime import date
 from typing import Any
 
 from django.db import connections, router
-from django.db.models import Exists, OuterRef, QuerySet, Subquery
+from django.db.models import Exists, F, JSONField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import JSONObject
 
 from claimsdb.models import (
     AffectedEntry,
@@ -21,7 +23,7 @@ from claimsdb.models import (
     Revision,
 )
 from claimsdb.records import record_document
-from claimsdb.records.batched import batch_values
+from claimsdb.records.batched import RawRows, batch_values
 
 from .pages import count_of
 
@@ -85,11 +87,14 @@ def case_list_rows(keys: list[int]) -> list[dict[str, Any]]:
     status, summary, claim count, latest revision number, tags (by name) and the current
     assessment (``None``, or its method key, values, impact and date).
 
-    Three queries whatever the page holds, and no model instances: the case columns with
-    the correlated count and revision (worked out for the page's rows only), the page's
-    tags, and the page's current assessments alone. Each is put together once
-    (``batch_values``): the page's keys are their one parameter.
+    No model instances, and a fixed number of queries whatever the page holds, each put
+    together once (``batch_values``) with the page's keys as its one parameter: on
+    PostgreSQL one query, the case columns with the correlated count, revision, tags (an
+    array) and current assessment (a JSON object) worked out for the page's rows only;
+    elsewhere three (the case columns, the page's tags, its current assessments).
     """
+    if _postgresql(Case):
+        return _case_list_rows_in_one(keys)
     found = {
         row[0]: dict(zip(CASE_LIST_FIELDS, row, strict=True))
         for row in batch_values("case_list.rows", Case, _case_list_rows, keys)
@@ -113,6 +118,53 @@ def case_list_rows(keys: list[int]) -> list[dict[str, Any]]:
 
 
 CASE_LIST_FIELDS = ("pk", "key", "title", "status", "summary", "claim_count", "latest_revision")
+
+
+def _postgresql(model: type) -> bool:
+    return connections[router.db_for_read(model)].vendor == "postgresql"
+
+
+def _case_list_rows_in_one(keys: list[int]) -> list[dict[str, Any]]:
+    found = {}
+    for row in batch_values("case_list.rows_in_one", Case, _case_list_rows_with_more, keys):
+        fields = dict(zip(CASE_LIST_FIELDS, row, strict=False))
+        tags, assessment = row[len(CASE_LIST_FIELDS) :]
+        fields["tags"] = list(tags or [])
+        if assessment is not None:
+            # a date in JSON is its ISO text
+            assessment["assessed_on"] = date.fromisoformat(assessment["assessed_on"])
+        fields["assessment"] = assessment
+        found[fields["pk"]] = fields
+    return [found[key] for key in keys if key in found]
+
+
+def _case_list_rows_with_more(ids: Any) -> QuerySet[Any]:
+    """``_case_list_rows`` with the case's tags, sorted, and its current assessment (the
+    newest, by position) as one JSON object: PostgreSQL's own arrays and JSON."""
+    from django.contrib.postgres.expressions import ArraySubquery
+
+    newest = (
+        Assessment.objects.filter(case=OuterRef("pk"))
+        .order_by("-position")
+        .values(
+            current=JSONObject(
+                method=F("method__key"),
+                values=F("values"),
+                impact=F("impact"),
+                assessed_on=F("assessed_on"),
+            )
+        )
+    )
+    return (
+        _case_list_rows(ids)
+        .annotate(
+            tag_names=ArraySubquery(
+                CaseTag.objects.filter(case=OuterRef("pk")).order_by("name").values("name")
+            ),
+            current_assessment=Subquery(newest[:1], output_field=JSONField()),
+        )
+        .values_list(*CASE_LIST_FIELDS, "tag_names", "current_assessment")
+    )
 
 
 def _case_list_rows(ids: Any) -> QuerySet[Any]:
@@ -158,20 +210,52 @@ def case_tags() -> list[str]:
     On PostgreSQL by skipping along the index on names, from one name to the next: as many
     index probes as there are names, where ``DISTINCT`` reads every tag of every case on
     each page of the case list."""
-    connection = connections[router.db_for_read(CaseTag)]  # a replica, where one may serve
+    query = case_tags_query()
+    if not isinstance(query, RawRows):
+        return [name for (name,) in query]
+    connection = connections[query.alias]
+    with connection.cursor() as cursor:
+        cursor.execute(query.sql, query.params)
+        return [found for (found,) in cursor.fetchall()]
+
+
+def case_tags_query() -> RawRows | QuerySet[Any]:
+    """``case_tags``' query, to send with others (``records.batched.fetch_together``): its
+    rows hold one name each."""
+    alias = router.db_for_read(CaseTag)  # a replica, where one may serve
+    connection = connections[alias]
     if connection.vendor != "postgresql":
-        return list(CaseTag.objects.order_by("name").values_list("name", flat=True).distinct())
+        return CaseTag.objects.order_by("name").values_list("name").distinct()
+    quote = connection.ops.quote_name
+    table, name = quote(CaseTag._meta.db_table), quote(CaseTag._meta.get_field("name").column)
+    return RawRows(
+        alias,
+        f"WITH RECURSIVE names(name) AS ("
+        f"(SELECT {name} FROM {table} ORDER BY {name} LIMIT 1) UNION ALL "
+        f"SELECT (SELECT {name} FROM {table} WHERE {name} > names.name "
+        f"ORDER BY {name} LIMIT 1) FROM names WHERE names.name IS NOT NULL) "
+        f"SELECT name FROM names WHERE name IS NOT NULL",
+        (),
+    )
+
+
+def tags_in_use(names: Collection[str]) -> set[str]:
+    """Which of ``names`` some case has. One index probe per name: the tags of every case
+    that has one of them (a third of the knowledge base for a common tag) are not read."""
+    if not names:
+        return set()
+    connection = connections[router.db_for_read(CaseTag)]
+    if connection.vendor != "postgresql":
+        return set(CaseTag.objects.filter(name__in=names).order_by().values_list("name", flat=True))
     quote = connection.ops.quote_name
     table, name = quote(CaseTag._meta.db_table), quote(CaseTag._meta.get_field("name").column)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"WITH RECURSIVE names(name) AS ("
-            f"(SELECT {name} FROM {table} ORDER BY {name} LIMIT 1) UNION ALL "
-            f"SELECT (SELECT {name} FROM {table} WHERE {name} > names.name "
-            f"ORDER BY {name} LIMIT 1) FROM names WHERE names.name IS NOT NULL) "
-            f"SELECT name FROM names WHERE name IS NOT NULL"
+            f"SELECT wanted.name FROM unnest(%s::text[]) AS wanted(name) "
+            f"WHERE EXISTS (SELECT 1 FROM {table} WHERE {name} = wanted.name)",
+            [sorted(names)],
         )
-        return [found for (found,) in cursor.fetchall()]
+        return {found for (found,) in cursor.fetchall()}
 
 
 def suggested_claim_id(case_key: str) -> str:

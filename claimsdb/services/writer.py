@@ -34,7 +34,6 @@ from claimsdb.models import (
     Assessment,
     AssessmentMethod,
     Case,
-    CaseTag,
     Figure,
     LedgerHead,
     Revision,
@@ -63,7 +62,7 @@ from claimsdb.rules.context import (
 from claimsdb.rules.context import case_contexts as load_case_contexts
 from claimsdb.rules.scope import bridge_hits, non_attribution_hits
 from claimsdb.rules.scoped import affected_cases, load_scoped
-from claimsdb.selectors.cases import case_tags
+from claimsdb.selectors.cases import case_tags, tags_in_use
 
 from . import apply, footprints, lookups
 from .ledger import RevisionChain, lock_head
@@ -440,7 +439,7 @@ def _near_duplicate_tags(writes: list[RecordWrite]) -> list[RuleViolation]:
     wanted = {tag for w in cases for tag in w.document["tags"]}
     if not wanted:
         return []
-    used = set(CaseTag.objects.filter(name__in=wanted).values_list("name", flat=True))
+    used = tags_in_use(wanted)
     if not wanted - used:
         return []
     in_use: dict[str, str] = {}

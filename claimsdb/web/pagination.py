@@ -13,7 +13,7 @@ its end.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from claimsdb.records.batched import RawRows, fetch_together
 from claimsdb.selectors.pages import page_keys, rows_in_order
 
 PAGE_SIZE = 50
@@ -90,6 +91,61 @@ def paginate(
         next_url=page_url(request, page.number + 1, parameter) if page.has_next() else "",
         last_url=page_url(request, last, parameter) if page.number < last else "",
     )
+
+
+def paginate_together(
+    request: HttpRequest,
+    items: QuerySet[Any],
+    together: Mapping[str, QuerySet[Any] | RawRows],
+    *,
+    noun: str,
+    load: Callable[[list[Any]], list[Any]] | None = None,
+    per_page: int | None = None,
+    parameter: str = PAGE_PARAMETER,
+) -> tuple[ListPage, dict[str, list[Any]]]:
+    """``paginate`` for a queryset, its count and the page asked for read in one round of
+    queries with ``together`` (independent queries the page also needs), sent together
+    (``records.batched.fetch_together``: on PostgreSQL one round trip); and the results of
+    ``together``. A page number out of range costs one query more (the last page's)."""
+    per_page = per_page or PAGE_SIZE
+    try:
+        guess = max(1, int(request.GET.get(parameter) or 1))
+    except ValueError:
+        guess = 1
+    start = (guess - 1) * per_page
+    counted = items.order_by().values("pk").query.get_compiler(items.db)
+    sql, params = counted.as_sql()
+    found = fetch_together(
+        {
+            **together,
+            "pagination.count": RawRows(items.db, f"SELECT count(*) FROM ({sql}) counted", params),
+            "pagination.page": items[start : start + per_page],
+        }
+    )
+    known = _Known(items, found.pop("pagination.count")[0][0], start, found.pop("pagination.page"))
+    return paginate(
+        request, known, noun=noun, load=load, per_page=per_page, parameter=parameter
+    ), found
+
+
+class _Known:
+    """A queryset whose count and one slice were read already: a paginator asks for them
+    without a query (any other slice is one)."""
+
+    def __init__(self, items: QuerySet[Any], count: int, start: int, rows: list[Any]):
+        self.items, self.total, self.start, self.rows = items, count, start, rows
+
+    def count(self) -> int:
+        return self.total
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, index: slice) -> list[Any]:
+        stop = self.total if index.stop is None else index.stop
+        if index.start == self.start and index.step is None and stop - self.start <= len(self.rows):
+            return self.rows[: stop - self.start]
+        return list(self.items[index])
 
 
 def paginate_rows(request: HttpRequest, queryset: QuerySet[Any], **options: Any) -> ListPage:

@@ -8,11 +8,12 @@ leave as sanitized HTML; plain-text fields stay text and are escaped by the temp
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.urls import reverse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -76,6 +77,26 @@ KIND_DEFINITIONS: dict[str, dict[str, str]] = {
         choices.UnknownKind.OPEN_QUESTION: "a question for further work to answer",
     },
 }
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9._~-]+")  # keys reverse() puts in a URL as they are
+_KEY_MARKER = "0claimsdb0key0"
+
+
+def detail_url(name: str, key: str) -> str:
+    """``reverse(name, args=[key])`` for a route that takes one key, which a list page asks
+    for once per row: the route is resolved once (per prefix and URL configuration) and a
+    plain key put into it; any other key goes through ``reverse``."""
+    if not _PLAIN_KEY.fullmatch(key):
+        return reverse(name, args=[key])
+    before, after = _route_around(name, get_script_prefix(), get_urlconf())
+    return f"{before}{key}{after}"
+
+
+@functools.lru_cache(maxsize=64)
+def _route_around(name: str, prefix: str, urlconf: str | None) -> tuple[str, str]:
+    before, after = reverse(name, args=[_KEY_MARKER]).split(_KEY_MARKER)
+    return before, after
 
 
 def label(vocabulary: str, value: str) -> str:

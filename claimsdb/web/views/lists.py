@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
@@ -16,14 +17,19 @@ from claimsdb.exports.lists import list_csv, released_list_batches, working_list
 from claimsdb.models import AssessmentMethod, SearchKind
 from claimsdb.records.schema import normalize_tag
 from claimsdb.records.stream import utf8_chunks
-from claimsdb.selectors.cases import case_list_filtered, case_list_rows, case_tags
+from claimsdb.selectors.cases import (
+    case_list_filtered,
+    case_list_rows,
+    case_tags,
+    case_tags_query,
+)
 from claimsdb.selectors.methods import method_list
 from claimsdb.selectors.pages import page_keys
 from claimsdb.selectors.revisions import recent_revisions
 
 from ..access import reads_released, request_has_role
-from ..pagination import paginate
-from ..presenters import LABELS, label, method_from_document, parse_date
+from ..pagination import ListPage, paginate, paginate_together
+from ..presenters import LABELS, detail_url, label, method_from_document, parse_date
 
 RECENT_RELEASES = 5
 
@@ -73,8 +79,15 @@ def search_row(hit: search.SearchHit) -> dict:
     vocabularies' words."""
     # cases and claims have their status vocabularies (``case_status``); a source's is its own
     vocabulary = f"{hit.kind}_status"
+    if hit.kind == "source":
+        url = detail_url("source-detail", hit.key)
+    elif hit.kind == "component":
+        url = detail_url("component-detail", hit.key)
+    else:  # a claim is shown in its case
+        url = detail_url("case-detail", hit.case_key if hit.kind == "claim" else hit.key)
     return {
         "hit": hit,
+        "url": url,
         "status_label": label(vocabulary, hit.status) if vocabulary in LABELS else hit.status,
         "kind_label": label("source_kind", hit.source_kind) if hit.source_kind else "",
     }
@@ -111,7 +124,10 @@ def case_row(key: str, document_fields: dict, assessment: dict | None, labels: d
         meta.append(f"revision {document_fields['revision']}")
     return {
         "key": key,
+        "url": detail_url("case-detail", key),
         **document_fields,
+        # the tag filter's link of each tag (the template's ``urlencode``)
+        "tag_links": [(tag, quote(tag, safe="/")) for tag in document_fields["tags"]],
         "status_label": label("case_status", document_fields["status"]),
         "summary_shown": _summary_shown(document_fields["summary"]),
         "profile": profile,
@@ -186,6 +202,8 @@ class CaseListFilters:
     values: dict[str, str]
     component: str = ""
     affected_status: str = ""
+    # the list's page, when it could be read with the methods and tags (no filter to check)
+    page: ListPage | None = None
 
     @property
     def affected(self) -> dict[str, str]:
@@ -193,8 +211,11 @@ class CaseListFilters:
         return {"component": self.component, "affected_status": self.affected_status}
 
 
-def case_list_filters(request: HttpRequest) -> CaseListFilters:
+def case_list_filters(request: HttpRequest, *, with_page: bool = False) -> CaseListFilters:
+    """The filters of the query string; ``with_page``: the list's page too, read in the same
+    round of queries as the methods and tags when no filter needs checking first."""
     released = reads_released(request)
+    unfiltered: ListPage | None = None  # the page, when read with the methods and tags
     if released:
         # methods are few: one plain query rather than a streaming cursor's three trips
         methods: list[AssessmentMethod] = [
@@ -202,9 +223,31 @@ def case_list_filters(request: HttpRequest) -> CaseListFilters:
             for _, document, _ in public.released_records("method")[:]
         ]
         tags = public.released_tags()
-    else:
+    elif (
+        not with_page
+        or request.GET.get("tag")
+        or request.GET.get("component")
+        or request.GET.get("affected_status")
+        or any(name.startswith("a.") for name in request.GET)
+    ):
+        # the tag and the assessment filters are checked against the tags in use and the
+        # methods' vocabularies before the cases are filtered with them
         methods = list(method_list())
         tags = case_tags()
+    else:
+        # no filter to check: the methods, the tags in use, the count and the page are read
+        # in one round of queries (on PostgreSQL one round trip)
+        status = request.GET.get("status", "")
+        cases = case_list_filtered(status=status if status in choices.CaseStatus.values else "")
+        unfiltered, found = paginate_together(
+            request,
+            page_keys(cases),
+            {"methods": method_list(), "tags": case_tags_query()},
+            noun="case",
+            load=case_list_rows,
+        )
+        methods = found["methods"]
+        tags = [name for (name,) in found["tags"]]
     dimensions: dict[str, dict] = {}
     for method in methods:
         for dimension in method.dimensions:
@@ -232,7 +275,16 @@ def case_list_filters(request: HttpRequest) -> CaseListFilters:
     if affected_status not in choices.AffectedStatus.values:
         affected_status = ""
     return CaseListFilters(
-        released, methods, tags, dimensions, status, tag, values, component, affected_status
+        released,
+        methods,
+        tags,
+        dimensions,
+        status,
+        tag,
+        values,
+        component,
+        affected_status,
+        unfiltered,
     )
 
 
@@ -240,7 +292,7 @@ def case_list(request: HttpRequest) -> HttpResponse:
     """Cases, filtered by status, tag, a component and what a case says of it, and the
     values of their current assessment (for the public: released cases, by tag, component
     and assessment)."""
-    chosen = case_list_filters(request)
+    chosen = case_list_filters(request, with_page=True)
     released, methods, tags, dimensions = (
         chosen.released,
         chosen.methods,
@@ -256,8 +308,11 @@ def case_list(request: HttpRequest) -> HttpResponse:
         pages = paginate(request, records, noun="case")
         rows = _released_case_rows(pages.items, labels)
     else:
-        cases = case_list_filtered(status=status, tag=tag, values=values, **affected)
-        pages = paginate(request, page_keys(cases), noun="case", load=case_list_rows)
+        if chosen.page is not None:
+            pages = chosen.page
+        else:
+            cases = case_list_filtered(status=status, tag=tag, values=values, **affected)
+            pages = paginate(request, page_keys(cases), noun="case", load=case_list_rows)
         rows = _working_case_rows(pages.items, labels)
     return render(
         request,
