@@ -42,10 +42,22 @@ class Lagging:
 
     records: dict[tuple[str, str], tuple[int | None, int | None, int]] = field(default_factory=dict)
 
+    # those whose published revision is new to this release (not what the public sees now)
+    changing: set[tuple[str, str]] = field(default_factory=set)
+
     def add(
-        self, kind: str, key: str, revision_id: int | None, number: int | None, latest: int
+        self,
+        kind: str,
+        key: str,
+        revision_id: int | None,
+        number: int | None,
+        latest: int,
+        *,
+        changing: bool = False,
     ) -> None:
         self.records[(kind, key)] = (revision_id, number, latest)
+        if changing:
+            self.changing.add((kind, key))
 
     def __bool__(self) -> bool:
         return bool(self.records)
@@ -216,14 +228,17 @@ def _state(
 
 
 def _field_violations(published: _Published) -> list[RuleViolation]:
-    """The field rules over the lagging records' published documents (the others are the
-    working state, which passes them)."""
+    """The field rules over the published documents of the lagging records this release
+    changes (the others are the working state, which passes them, or what the public reads
+    already). Their references are looked up in the working state, as ``check_rules``
+    does; what they name in other records is the scope check's."""
     found: list[RuleViolation] = []
+    changing = published.lagging.changing
     for kind, contexts in (("case", case_check_contexts), ("rule", rule_check_contexts)):
         docs = [
             doc
-            for (record_kind, _), doc in published.lagging_docs().items()
-            if record_kind == kind and doc is not None
+            for (record_kind, key), doc in published.lagging_docs().items()
+            if record_kind == kind and doc is not None and (kind, key) in changing
         ]
         if not docs:
             continue

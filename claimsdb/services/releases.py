@@ -161,6 +161,7 @@ class ReleasePlan:
             entry.revision_id if entry else None,
             entry.revision if entry else None,
             latest,
+            changing=entry is not None and entry.change != ReleaseChange.UNCHANGED,
         )
 
     def wait(self, waiting: Waiting) -> None:
@@ -291,6 +292,7 @@ def _lagging_of(lagging: Lagging) -> Callable[[str, str, PlannedEntry | None, in
             entry.revision_id if entry else None,
             entry.revision if entry else None,
             latest,
+            changing=entry is not None and entry.change != ReleaseChange.UNCHANGED,
         )
 
     return lag

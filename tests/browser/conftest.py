@@ -59,7 +59,8 @@ def browser():
 
 @pytest.fixture
 def seeded_site(django_db_serialized_rollback, transactional_db, live_server):
-    """The seed loaded through the services, and one user per role (password pw-<name>).
+    """The seed loaded through the services and approved, and one user per role (password
+    pw-<name>).
 
     The live server needs committed data, so these tests flush the database afterwards;
     serialized rollback puts back what the migrations wrote (the role groups, the ledger
@@ -68,7 +69,7 @@ def seeded_site(django_db_serialized_rollback, transactional_db, live_server):
     from django.contrib.auth.models import Group
 
     from claimsdb.services import bundle_load
-    from tests.support import load_seed_bundle, make_user
+    from tests.support import approve_all, load_seed_bundle, make_user
 
     for role in ("viewer", "analyst", "reviewer"):
         Group.objects.get_or_create(name=role)
@@ -77,6 +78,7 @@ def seeded_site(django_db_serialized_rollback, transactional_db, live_server):
     make_user("analyst", "analyst")
     make_user("viewer", "viewer")
     bundle_load(user=reviewer, bundle=copy.deepcopy(load_seed_bundle()), summary="Seed")
+    approve_all()  # by a second reviewer, as make run's seed is (docs/review.md)
     return live_server.url
 
 

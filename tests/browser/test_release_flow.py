@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 
 from claimsdb.models import Release
 from claimsdb.records import record_document
-from tests.support import artifact, publish, sign_in
+from tests.support import approve_all, artifact, publish, sign_in
 
 CASE = "CP22-002"
 TITLE = "Cloudflare rejected requests reached users as empty responses"
@@ -50,6 +50,8 @@ def test_a_case_goes_from_proposal_to_release(seeded_site, new_page):
     reviewer.get_by_role("button", name="Save", exact=True).click()
     reviewer.wait_for_url(f"{seeded_site}/cases/{CASE}/")
     assert record_document("case", CASE)["status"] == "ready"
+    # a second reviewer approves the changes (four eyes: docs/review.md)
+    approve_all()
 
     # the preview lists the case with its title and a diff against release 1
     reviewer.goto(f"{seeded_site}/releases/new/")
