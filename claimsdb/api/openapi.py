@@ -351,7 +351,13 @@ def ledger_components() -> dict[str, Any]:
         "TokenRequest": {
             "type": "object",
             "properties": {
-                "username": {"type": "string", "minLength": 1},
+                # the username is read with its surrounding whitespace trimmed (Python's,
+                # which counts U+001C–U+001F and U+0085): it needs some other character
+                "username": {
+                    "type": "string",
+                    "minLength": 1,
+                    "pattern": "[^\\s\\u001c-\\u001f\\u0085]",
+                },
                 "password": {"type": "string", "minLength": 1},
             },
             "required": ["username", "password"],
