@@ -21,7 +21,7 @@ from claimsdb.webhooks import fanout
 from claimsdb.webhooks.delivery import enqueue_due, redeliver, send
 from claimsdb.webhooks.subscriptions import subscription_create
 
-from .support import create_source, edit_case, publish
+from .support import approve_all, approver, create_source, edit_case, publish
 from .webhook_receiver import free_port, receiving
 
 CASE = "CP22-003"
@@ -149,6 +149,35 @@ def test_a_release_is_delivered_with_the_head_it_was_taken_at(seeded, reviewer, 
     assert payload["data"]["release"]["number"] == release.number
     assert payload["ledger"]["revision"] == release.last_revision
     assert payload["ledger"]["chain_hash"] == head.chain_hash
+
+
+def test_an_approval_is_delivered_with_its_range_and_reviewer(seeded, reviewer, private_allowed):
+    with receiving() as receiver:
+        subscription = subscribe(reviewer, receiver.url, events=["record.approved"])
+        unrelated = subscribe(
+            reviewer, receiver.url, events=["record.approved"], case_keys=["CP22-002"]
+        )
+        number = edit_case(reviewer, CASE, summary="Sharper title", title="A sharper title")
+        (approval,) = approve_all(note="Checked against the source")
+        work()
+        assert len(receiver.received) == 1  # the case-key filter holds back the other
+        message = receiver.received[0]
+    payload = Webhook(subscription.secret).verify(message.body, message.headers)
+    assert payload["type"] == "record.approved"
+    assert payload["data"]["approval"] == {
+        "number": approval.number,
+        "record_kind": "case",
+        "record_key": CASE,
+        "revision": number,
+        "since_revision": approval.since_number,
+        "reviewer": approver().username,
+        "self_approved": False,
+        "approved_at": payload["data"]["approval"]["approved_at"],
+        "note": "Checked against the source",
+        "chain_hash": approval.chain_hash,
+    }
+    assert payload["ledger"]["revision"] == number
+    assert not WebhookDelivery.objects.filter(subscription=unrelated).exists()
 
 
 def test_a_500_is_retried_with_growing_waits_until_it_succeeds(seeded, reviewer, private_allowed):

@@ -36,6 +36,7 @@ from claimsdb.records import (
     sha256_text,
 )
 from claimsdb.records.kinds import record_kinds
+from claimsdb.webhooks.events import emit_approvals
 
 from .ledger import GENESIS_HASH, format_time, lock_head
 from .permissions import require_role
@@ -155,6 +156,7 @@ def approve(
         approval.save()
         head.save(update_fields=["approval_number", "approval_hash"])
         records_approved([approval])
+        emit_approvals([approval])
         return approval
 
 
@@ -265,6 +267,7 @@ def _approve_batch(
         )
     Approval.objects.bulk_create(rows)
     records_approved(rows)
+    emit_approvals(rows)
     outcome.approved += rows
 
 

@@ -8,19 +8,14 @@ written by ``emit`` inside the transaction of the change it reports (a release, 
 report): it commits with that change or not at all.
 
 A new event is one registration here, and one ``emit`` call in the service that makes the
-change, inside its transaction::
-
-    RECORD_APPROVED = event_types.register(
-        EventType("record", "approved", "a record's revision was approved")
-    )
-    # in the approval service, in its transaction:
-    emit(RECORD_APPROVED, data={...}, record_kind=kind, case_key=key)
+change, inside its transaction, as ``record.approved`` is: registered below, and recorded
+by ``emit_approvals`` from ``services.approvals`` in the approval's own transaction.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +23,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from claimsdb.models import CaseTag, LedgerHead, Release, WebhookEvent
+from claimsdb.models import (
+    Approval,
+    CaseTag,
+    LedgerHead,
+    Release,
+    WebhookEvent,
+    WebhookSubscription,
+)
 from claimsdb.records.schema import normalized_tags
 from claimsdb.services.ledger import GENESIS_HASH, format_time
 
@@ -99,6 +101,14 @@ IMPORT_FINISHED = event_types.register(
         "finished",
         "a results file was imported, replaced a run, restored its rows, or was already "
         "imported (outcome imported, replaced, restored or unchanged); not dry runs",
+    )
+)
+RECORD_APPROVED = event_types.register(
+    EventType(
+        "record",
+        "approved",
+        "a reviewer approved a record at a revision, covering every change since its "
+        "previous approved revision (docs/review.md); a release publishes approved revisions",
     )
 )
 IMPORT_FAILED = event_types.register(
@@ -218,3 +228,38 @@ def emit_release(release: Release, *, chain_hash: str) -> WebhookEvent:
         }
     }
     return emit(RELEASE_PUBLISHED, data=data, ledger=(release.last_revision, chain_hash))
+
+
+def emit_approvals(approvals: Sequence[Approval]) -> None:
+    """The events of approvals just written, in their transaction: one per approval, in
+    one insert (``approve_pending`` may approve a whole load at once). Nothing is recorded
+    while no subscription exists: a subscription hears of what happens after it is made."""
+    if not approvals or not WebhookSubscription.objects.exists():
+        return
+    number, chain_hash = ledger_head()
+    now = timezone.now()
+    WebhookEvent.objects.bulk_create(
+        WebhookEvent(
+            type=RECORD_APPROVED.name,
+            occurred_at=now,
+            data={
+                "approval": {
+                    "number": approval.number,
+                    "record_kind": approval.record_kind,
+                    "record_key": approval.record_key,
+                    "revision": approval.revision_number,
+                    "since_revision": approval.since_number,
+                    "reviewer": approval.reviewer.get_username(),
+                    "self_approved": approval.self_approved,
+                    "approved_at": time_text(approval.created_at),
+                    "note": approval.note,
+                    "chain_hash": approval.chain_hash,
+                }
+            },
+            ledger_revision=number,
+            ledger_chain_hash=chain_hash,
+            record_kind=approval.record_kind,
+            case_key=approval.record_key if approval.record_kind == "case" else "",
+        )
+        for approval in approvals
+    )
