@@ -201,7 +201,13 @@ def test_list_queries_are_fixed_per_page(reviewer):
 
 def test_event_types_are_listed(reviewer):
     names = [t["name"] for t in token_client(reviewer).get(f"{API}events/").json()["results"]]
-    assert names == ["revision.written", "release.published", "import.finished", "import.failed"]
+    assert names == [
+        "revision.written",
+        "release.published",
+        "import.finished",
+        "import.failed",
+        "record.approved",
+    ]
 
 
 # --- the pages -----------------------------------------------------------------------------

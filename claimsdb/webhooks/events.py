@@ -103,20 +103,20 @@ IMPORT_FINISHED = event_types.register(
         "imported (outcome imported, replaced, restored or unchanged); not dry runs",
     )
 )
-RECORD_APPROVED = event_types.register(
-    EventType(
-        "record",
-        "approved",
-        "a reviewer approved a record at a revision, covering every change since its "
-        "previous approved revision (docs/review.md); a release publishes approved revisions",
-    )
-)
 IMPORT_FAILED = event_types.register(
     EventType(
         "import",
         "failed",
         "an import was refused (outcome refused, with its problems) or its background job "
         "failed (outcome failed); nothing was written; not dry runs",
+    )
+)
+RECORD_APPROVED = event_types.register(
+    EventType(
+        "record",
+        "approved",
+        "a reviewer approved a record at a revision, covering every change since its "
+        "previous approved revision (docs/review.md); a release publishes approved revisions",
     )
 )
 
