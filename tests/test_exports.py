@@ -414,6 +414,8 @@ def synthetic(seed: dict, start: int, count: int) -> list[dict]:
         for assessment in document["assessments"]:
             basis = assessment["evidence_basis"]
             basis["claims"] = sorted(renamed[c] for c in basis["claims"])
+        for entry in document.get("affected", []):  # its affected entries rest on its claims
+            entry["claims"] = [renamed[c] for c in entry["claims"]]
         cases.append(document)
     return cases
 
