@@ -20,9 +20,8 @@ from claimsdb.models import TrialRow
 from claimsdb.records import record_document
 from claimsdb.selectors.coverage import case_coverage
 from claimsdb.services import case_update
-from claimsdb.services.releases import release_publish
 
-from .support import signed_in, token_client
+from .support import publish, signed_in, token_client
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "repro"
 SAMPLE = FIXTURES / "valid" / "backend-versions.json"
@@ -266,7 +265,7 @@ def test_the_api_answers_as_the_caller_sees_the_case(seeded, analyst, reviewer):
     # the public reads the released case only: none yet, then the release's
     anonymous = token_client()
     assert anonymous.get("/api/v1/cases/CP22-003/coverage/").status_code == 404
-    release_publish(user=reviewer, notes="The record with its affected backends")
+    publish(reviewer, notes="The record with its affected backends")
     public = anonymous.get("/api/v1/cases/CP22-003/coverage/").json()
     assert public["components"] == body["components"]
     assert token_client(analyst).get("/api/v1/cases/NOPE-1/coverage/").status_code == 404
@@ -303,7 +302,7 @@ def test_a_component_lists_the_runs_on_it_by_case_and_version(seeded, analyst):
 
 
 def test_the_public_sees_only_the_runs_of_released_cases(seeded, analyst, reviewer):
-    release_publish(user=reviewer, notes="Before the run")
+    publish(reviewer, notes="Before the run")
     _import(analyst)
 
     anonymous = token_client()
@@ -312,7 +311,7 @@ def test_the_public_sees_only_the_runs_of_released_cases(seeded, analyst, review
     working = token_client(analyst).get("/api/v1/components/CMP-MOONCAKE/runs/").json()
     assert working["runs"] == 1 and working["versions_tested"] == ["v0.3.7"]
 
-    release_publish(user=reviewer, notes="The run")
+    publish(reviewer, notes="The run")
     body = anonymous.get("/api/v1/components/CMP-MOONCAKE/runs/").json()
     assert body == working
     assert anonymous.get("/api/v1/components/CMP-NOPE/runs/").status_code == 404

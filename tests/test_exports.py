@@ -332,9 +332,11 @@ def test_the_seed_release_exports_the_golden_csv_tables(seed_release, tmp_path, 
         "assessments.csv",
         "figures.csv",
         "relations.csv",
+        "affected.csv",
         "sources.csv",
         "rules.csv",
         "methods.csv",
+        "components.csv",
     ]
     # the zip: fixed times and modes; the same bytes at any batch size, and downloaded
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -412,6 +414,8 @@ def synthetic(seed: dict, start: int, count: int) -> list[dict]:
         for assessment in document["assessments"]:
             basis = assessment["evidence_basis"]
             basis["claims"] = sorted(renamed[c] for c in basis["claims"])
+        for entry in document.get("affected", []):  # its affected entries rest on its claims
+            entry["claims"] = [renamed[c] for c in entry["claims"]]
         cases.append(document)
     return cases
 

@@ -108,9 +108,9 @@ def test_the_csv_lists_refuse_writes(released, reviewer):
 
 
 # Queries a batch more costs: the released list one (entries with their snapshots); the
-# working state eleven (the case rows with their latest revision, then one per table of
-# their contents, records/batched.py).
-@pytest.mark.parametrize("who, per_batch", [("public", 1), ("viewer", 11)])
+# working state twelve (the case rows with their latest revision, then one per table of
+# their contents, records/batched.py, their affected entries among them).
+@pytest.mark.parametrize("who, per_batch", [("public", 1), ("viewer", 12)])
 @pytest.mark.parametrize("url", ["/api/v1/cases.csv", "/cases.csv"])
 def test_queries_per_batch_are_fixed(seeded, reviewer, viewer, monkeypatch, who, per_batch, url):
     monkeypatch.setattr(lists, "LIST_BATCH_SIZE", 2)

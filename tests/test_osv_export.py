@@ -19,10 +19,9 @@ from claimsdb.exports.osv import release_osv_documents
 from claimsdb.models import Release
 from claimsdb.records import record_document
 from claimsdb.services import case_create, case_update, case_withdraw
-from claimsdb.services.releases import release_publish
 
 from .osv_schema import OSV_SCHEMA
-from .support import new_case, token_client
+from .support import new_case, publish, token_client
 
 VALIDATOR = jsonschema.Draft202012Validator(OSV_SCHEMA)
 BACKENDS = ("CMP-MOONCAKE", "CMP-NIXL", "CMP-MORI")
@@ -97,7 +96,7 @@ def _supported_case(key: str, source: str = "SRC-SGLANG-PR-27372") -> dict[str, 
 
 def test_the_seed_exports_cp22_003_with_no_versions(seeded, analyst, reviewer):
     _seed_affected(analyst)
-    release = release_publish(user=reviewer, notes="Affected backends")
+    release = publish(reviewer, notes="Affected backends")
 
     documents = _osv(release.number)
 
@@ -128,7 +127,7 @@ def test_a_pypi_component_exports_its_package_and_ranges(seeded, analyst, review
         versions=["0.5.4"],
         note="the SGLang side",
     )
-    release = release_publish(user=reviewer, notes="SGLang")
+    release = publish(reviewer, notes="SGLang")
 
     (osv,) = _osv(release.number)
     sglang = next(a for a in osv["affected"] if "package" in a)
@@ -143,7 +142,7 @@ def test_a_pypi_component_exports_its_package_and_ranges(seeded, analyst, review
 def test_statuses_osv_has_no_entry_for_are_kept_aside(seeded, analyst, reviewer):
     _seed_affected(analyst)
     _add_sglang(analyst, status="not_affected")
-    release = release_publish(user=reviewer, notes="SGLang not affected")
+    release = publish(reviewer, notes="SGLang not affected")
 
     (osv,) = _osv(release.number)
     assert "CMP-SGLANG" not in {a["database_specific"]["component"] for a in osv["affected"]}
@@ -154,16 +153,16 @@ def test_a_case_without_a_component_with_a_package_url_is_not_exported(seeded, a
     document = record_document("case", "CP22-003")
     document["affected"] = [_entry("CMP-MORI")]
     case_update(user=analyst, key="CP22-003", document=document, summary="MORI only")
-    release = release_publish(user=reviewer, notes="MORI")
+    release = publish(reviewer, notes="MORI")
 
     assert _osv(release.number) == []
 
 
 def test_a_withdrawn_case_says_when(seeded, analyst, reviewer):
     case_create(user=reviewer, document=_supported_case("CP99-001"), summary="A case")
-    first = release_publish(user=reviewer, notes="CP99-001")
+    first = publish(reviewer, notes="CP99-001")
     case_withdraw(user=reviewer, key="CP99-001", summary="Withdrawn: a duplicate")
-    second = release_publish(user=reviewer, notes="Withdrawn")
+    second = publish(reviewer, notes="Withdrawn")
 
     (before,) = [d for d in _osv(first.number) if d["id"] == "CLAIMSDB-CP99-001"]
     (after,) = [d for d in _osv(second.number) if d["id"] == "CLAIMSDB-CP99-001"]
@@ -177,7 +176,7 @@ def test_a_withdrawn_case_says_when(seeded, analyst, reviewer):
 def test_the_command_writes_the_same_bytes_as_the_api(seeded, analyst, reviewer, tmp_path):
     _seed_affected(analyst)
     case_create(user=reviewer, document=_supported_case("CP99-001"), summary="A case")
-    release = release_publish(user=reviewer, notes="Two cases")
+    release = publish(reviewer, notes="Two cases")
 
     out = io.StringIO()
     call_command("export_records", "--release", str(release.number), "--format", "osv", stdout=out)
@@ -219,7 +218,7 @@ def test_a_release_is_read_a_batch_at_a_time(seeded, analyst, reviewer):
     _seed_affected(analyst)
     for n in range(1, 7):
         case_create(user=reviewer, document=_supported_case(f"CP99-{n:03d}"), summary="A case")
-    release = release_publish(user=reviewer, notes="Six cases")
+    release = publish(reviewer, notes="Six cases")
 
     def queries(batch_size: int) -> tuple[int, int]:
         with CaptureQueriesContext(connection) as captured:
@@ -249,7 +248,7 @@ def test_every_document_of_a_mixed_release_validates(seeded, analyst, reviewer):
             {"events": [{"introduced": "0.4.0"}, {"fixed": "0.5.5"}, {"limit": "0.6.0"}]}
         ]
         case_create(user=reviewer, document=copy.deepcopy(document), summary="A case")
-    release = release_publish(user=reviewer, notes="Mixed")
+    release = publish(reviewer, notes="Mixed")
 
     documents = _osv(release.number)
     assert len(documents) == 4

@@ -419,12 +419,14 @@ def rule_objects(versions: list[ReleasedVersion], context: StixContext) -> Itera
 
 
 def generic_objects(versions: list[ReleasedVersion], context: StixContext) -> Iterator[StixObject]:
-    """A record of a kind without a mapping of its own (assessment methods, and any kind
-    registered without one): a ``note`` about claimsdb carrying its whole document."""
+    """A record of a kind without a mapping of its own (assessment methods, components, and
+    any kind registered without one): a ``note`` about claimsdb carrying its whole
+    document, its title (or name) as the content."""
     for version in versions:
         entry = record_kinds.get(version.kind)
         document, key = version.document, version.key
-        title = str(document.get("title", "") or "")
+        # the record's title, or its name (a component's)
+        title = str(document.get("title", "") or document.get("name", "") or "")
         yield Note(
             id=stix_id("note", f"{entry.name}:{key}"),
             abstract=f"{entry.label} {key}",

@@ -373,7 +373,92 @@ RELATIONS = Table(
     relation_rows,
 )
 
-CASE_TABLES = (CASES, CLAIMS, EVIDENCE, ASSESSMENTS, FIGURES, RELATIONS)
+
+def affected_rows(record: TableRecord, dimensions: Sequence[str]) -> Iterator[list[Any]]:
+    for position, entry in enumerate(record.document.get("affected", []), start=1):
+        yield [
+            record.key,
+            position,
+            entry["component"],
+            entry["status"],
+            entry["ranges"],
+            entry["versions"],
+            entry["claims"],
+            entry["note"],
+        ]
+
+
+AFFECTED = Table(
+    "affected",
+    (
+        Column("case", "text", "the key of the case that states it"),
+        Column("position", "integer", "its place among the case's affected entries, from 1"),
+        Column("component", "text", "the key of the component it is about (CMP-NIXL)"),
+        Column("status", "text", "affected, fixed, not_affected or under_investigation"),
+        Column("ranges", "json", "its version ranges, in OSV's form (events)"),
+        Column("versions", "list", "the versions it names, in their order"),
+        Column("claims", "list", "the claims of the case it rests on, in their order"),
+        Column("note", "text", "the analyst's note on it"),
+    ),
+    affected_rows,
+)
+
+CASE_TABLES = (CASES, CLAIMS, EVIDENCE, ASSESSMENTS, FIGURES, RELATIONS, AFFECTED)
+
+
+# --- the tables of a component ----------------------------------------------------------
+
+
+def component_rows(record: TableRecord, dimensions: Sequence[str]) -> Iterator[list[Any]]:
+    document = record.document
+    same = [
+        relation["component"]
+        for relation in document["relations"]
+        if relation["kind"] == choices.ComponentRelationKind.SAME_COMPONENT
+    ]
+    yield [
+        record.key,
+        record.revision,
+        record.withdrawn,
+        document["name"],
+        document["kind"],
+        document["status"],
+        document["purl"],
+        document["version_scheme"],
+        document["homepage"],
+        document["aliases"],
+        same,
+    ]
+
+
+COMPONENTS = Table(
+    "components",
+    (
+        Column("key", "text", "the component's key (CMP-NIXL)"),
+        *COMMON,
+        Column("name", "text", "its name"),
+        Column(
+            "kind",
+            "text",
+            "project, library, transfer_backend, model, service or hardware",
+        ),
+        Column("status", "text", "active or withdrawn"),
+        Column("purl", "text", "its package URL (pkg:pypi/sglang); empty when it has none"),
+        Column(
+            "version_scheme", "text", "the scheme its versions compare by (pypi, semver, generic…)"
+        ),
+        Column("homepage", "text", "its homepage"),
+        Column("aliases", "list", "the other names it goes by, in their order"),
+        Column(
+            "same_component",
+            "list",
+            "the components its relations say are the same thing, by key",
+        ),
+    ),
+    component_rows,
+)
+
+COMPONENT_TABLES = (COMPONENTS,)
 
 
 # --- any other kind ---------------------------------------------------------------------

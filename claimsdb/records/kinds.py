@@ -277,6 +277,7 @@ COMPONENT = record_kinds.register(
         # named by no case, so that the generic tests may withdraw it (component.in_use)
         example_key="CMP-SGLANG",
         text_fields=("key", "name", "purl", "homepage"),
+        csv_tables="claimsdb.exports.tables.COMPONENT_TABLES",
         bundle_optional=True,
     )
 )
