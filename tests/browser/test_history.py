@@ -84,7 +84,12 @@ def test_public_history_is_grouped_by_release(seeded_site, new_page):
     seed = groups.nth(1).locator(".revision-line")
     assert seed.first.inner_text().startswith(f"Revision {created} · create · Seed")
     assert "record dated Oct 28, 2026" in seed.first.inner_text()
-    assert "by " not in page.locator("main").inner_text()  # authors are for signed-in readers
+    # authors are for signed-in readers; who reviewed a released revision is public
+    # (docs/review.md), on its own line
+    assert page.locator("main .author").count() == 0
+    main_text = page.locator("main").inner_text()
+    assert main_text.count("reviewed by approver") == page.locator("main p.review").count() > 0
+    assert "by " not in main_text.replace("reviewed by approver", "")
     assert "Canonical change recorded" not in page.locator("main").inner_text()
     assert _list_style(page, "main ul.history") == "none"
     assert page.locator("main ol").count() == 0
