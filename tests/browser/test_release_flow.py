@@ -1,5 +1,5 @@
 """From a proposal to a published release, in a real browser: an analyst proposes a case
-(in review; ready is not theirs to set), a reviewer sets it ready, previews the release,
+(in review; ready is not theirs to set), a reviewer sets it ready, another approves it, the first previews the release,
 meets the notes refusal, and publishes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 
 from claimsdb.models import Release
 from claimsdb.records import record_document
-from tests.support import artifact, publish, sign_in
+from tests.support import approve_all, artifact, publish, sign_in
 
 CASE = "CP22-002"
 TITLE = "Cloudflare rejected requests reached users as empty responses"
@@ -50,6 +50,9 @@ def test_a_case_goes_from_proposal_to_release(seeded_site, new_page):
     reviewer.get_by_role("button", name="Save", exact=True).click()
     reviewer.wait_for_url(f"{seeded_site}/cases/{CASE}/")
     assert record_document("case", CASE)["status"] == "ready"
+    # releases publish approved revisions: a second reviewer approves the reviewer's change
+    # (four eyes; the review pages have their own tests)
+    approve_all()
 
     # the preview lists the case with its title and a diff against release 1
     reviewer.goto(f"{seeded_site}/releases/new/")
