@@ -167,13 +167,22 @@ def parameter_table(numbers: dict) -> dict:
         return revisions(route)
 
     return {
-        "key": lambda route: keys[kind_of(route)],
+        # the review pages name a record by kind and key: every kind's draft and released
+        "key": lambda route: (
+            [key for kind in sorted(keys) for key in keys[kind]]
+            if route.route.startswith("review/")
+            else keys[kind_of(route)]
+        ),
         "number": number,
         "a": revisions,
         "b": revisions,
         "claim_id": [RELEASED_CLAIM, DRAFT_CLAIM],
         "pk": [1],
         "delivery": [1],  # a webhook delivery (reviewers only)
+        # a review feed's secret address: a wrong secret is no feed (reviewers' own only)
+        "user_id": [1],
+        "token": ["0" * 40],
+        "comment_id": [1],  # a review comment (reviewers and its change's author only)
         "kind": ["source", "figure", "case", "component"],
     }
 

@@ -110,6 +110,10 @@ def table() -> dict:
         "claim_id": ["CLM-CP22-003-A", "CLM-HX-202-A"],
         "pk": [1],
         "delivery": [1],
+        # a review feed's secret address: a wrong secret is no feed (reviewers' own only)
+        "user_id": [1],
+        "token": ["0" * 40],
+        "comment_id": [1],  # a review comment (reviewers and its change's author only)
         "run_id": ["RUN-UNKNOWN"],
         "kind": ["source", "figure", "case"],  # the pickers' suggestions
     }

@@ -116,6 +116,9 @@ def test_a_withdrawn_claims_words_in_the_lede_and_account_are_marked(seeded, ana
     claim_a, claim_b = document["claims"][0], document["claims"][1]
     document["summary"] = f"In short: {claim_a['statement']}"
     document["account"] = f"As {claim_b['id']} says, it may happen.\n\nNothing else."
+    # both claims are withdrawn below: the affected components rest on neither of them first
+    for entry in document["affected"]:
+        entry.update(status="under_investigation", claims=[])
     case_update(user=analyst, key="CP22-003", document=document, summary="Lede")
     for claim in (claim_a, claim_b):
         claim_withdraw(user=analyst, claim_id=claim["id"], summary="W", reason="Not borne out.")

@@ -1,6 +1,6 @@
 """From a proposal to a published release, in a real browser: an analyst proposes a case
-(in review; ready is not theirs to set), a reviewer sets it ready, previews the release,
-meets the notes refusal, and publishes."""
+(in review; ready is not theirs to set), a reviewer sets it ready, another approves it, the
+first previews the release, meets the notes refusal, and publishes."""
 
 from __future__ import annotations
 
