@@ -164,8 +164,10 @@ class SubscriptionRequest(serializers.Serializer):
     active = serializers.BooleanField(required=False)
 
 
+# the URL's ``pk`` is published as ``id`` (drf-spectacular's SCHEMA_COERCE_PATH_PK):
+# declaring it under that name describes the one path parameter, never a second
 ID_PARAMETER = OpenApiParameter(
-    "pk", OpenApiTypes.INT, OpenApiParameter.PATH, description="the subscription's id"
+    "id", OpenApiTypes.INT, OpenApiParameter.PATH, description="the subscription's id"
 )
 DELIVERY_PARAMETER = OpenApiParameter(
     "delivery", OpenApiTypes.INT, OpenApiParameter.PATH, description="the delivery's id"
