@@ -465,6 +465,8 @@ RECORDED_NAMES = (
     "release.400",
     "release.404",
     "releases.200",
+    "webhook.400",
+    "webhook.404",
 )
 
 
