@@ -1111,6 +1111,7 @@ def test_revision_log_ascending_and_since(analyst_client):
         "snapshot_sha256",
         "previous_hash",
         "chain_hash",
+        "approval",  # who approved it, when (docs/review.md): null while it waits
     }
     assert first["created_at"].endswith("Z")
     since = body(analyst_client.get(f"{API}/revisions/?since={numbers[-3]}"))
