@@ -351,7 +351,8 @@ def ledger_components() -> dict[str, Any]:
         "TokenRequest": {
             "type": "object",
             "properties": {
-                "username": {"type": "string", "minLength": 1},
+                # trimmed of white space, as the sign-in form trims it: something else
+                "username": {"type": "string", "minLength": 1, "pattern": r"\S"},
                 "password": {"type": "string", "minLength": 1},
             },
             "required": ["username", "password"],

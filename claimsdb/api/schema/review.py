@@ -100,12 +100,20 @@ REQUEST_CHANGES = openapi.component(
     {
         "type": "object",
         "properties": {
-            "revision": {"type": "integer", "description": "the record's latest revision"},
+            "revision": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 2**63 - 1,
+                "description": "the record's latest revision",
+            },
             "comments": {
                 "type": "array",
                 "items": {
                     "type": "object",
-                    "properties": {"path": {"type": "string"}, "text": {"type": "string"}},
+                    "properties": {
+                        "path": {"type": "string", "maxLength": 500},
+                        "text": {"type": "string"},
+                    },
                     "required": ["text"],
                 },
             },
