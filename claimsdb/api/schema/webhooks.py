@@ -179,7 +179,9 @@ class SubscriptionRequest(serializers.Serializer):
     """The body that makes or changes a subscription (documentation: the view reads it)."""
 
     url = serializers.URLField(help_text="an http(s) URL at a public address")
-    events = serializers.ListField(child=serializers.ChoiceField(choices=event_types.names()))
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=event_types.names()), min_length=1
+    )
     description = serializers.CharField(required=False, allow_blank=True)
     kinds = serializers.ListField(
         child=serializers.ChoiceField(choices=record_kinds.names()), required=False
