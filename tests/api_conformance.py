@@ -50,6 +50,10 @@ DATA_CODE_PREFIXES = (
     "document.invalid_key",  # an object's keys: OpenAPI 3.0 has no propertyNames
     "signin.failed",  # wrong credentials at the token endpoint
     "pagination.cursor_invalid",  # a cursor is an opaque token that only the feed hands out
+    "review.cursor_invalid",  # the review queue's cursor: opaque, from a page's next link
+    "affected.",  # a case's affected entries name stored components and the case's claims
+    "webhook.url_refused",  # where a receiver's host resolves: DNS, not the URL's shape
+    "webhook.url_unresolved",
 )
 
 

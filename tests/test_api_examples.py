@@ -193,6 +193,18 @@ def recorded_responses(seeded, viewer, analyst, reviewer) -> dict[str, dict[str,
     )
     keep("release.404", viewer_api.get(f"{API}/releases/99/"), 404)
     keep("releases.200", viewer_api.get(f"{API}/releases/"), 200)
+
+    # webhooks: a subscription to a loopback address, one that is not there
+    keep(
+        "webhook.400",
+        reviewer_api.post(
+            f"{API}/webhooks/",
+            {"url": "http://127.0.0.1:9/hook", "events": ["revision.written"]},
+            format="json",
+        ),
+        400,
+    )
+    keep("webhook.404", reviewer_api.get(f"{API}/webhooks/999999/"), 404)
     return found
 
 

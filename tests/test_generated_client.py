@@ -33,6 +33,8 @@ pytestmark = [
 
 BIN = Path(sys.executable).parent
 GENERATOR = shutil.which("openapi-python-client", path=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+# the generator's configuration, as .ci/generated-client passes it (a release's zip as bytes)
+CONFIG = ROOT / ".ci" / "openapi-python-client.yaml"
 RESULTS_FILE = ROOT / "fixtures" / "repro" / "valid" / "valid-small.json"
 PACKAGE = "claimsdb_api_client"
 PENDING = {"queued", "running"}
@@ -56,6 +58,8 @@ def generate_client(schema: dict, into: Path) -> str:
             "generate",
             "--path",
             str(path),
+            "--config",
+            str(CONFIG),
             "--output-path",
             str(into / PACKAGE),
             "--meta",

@@ -177,7 +177,13 @@ KEYS = {
     "rules": [RULE],
     "methods": [METHOD],
     "components": [COMPONENT, NEW_COMPONENT],
+    # a record's review comments, under its kind: released and draft ones alike
+    "review-queue": [CASE, NEW_CASE, SOURCE, NEW_SOURCE],
 }
+# URLs for users with a role only (docs/review.md): refused whatever record they name, before
+# its existence is looked at, so that a reader without a role learns nothing of the drafts
+ROLE_ONLY = {"api:review-queue", "api:review-comments"}
+REFUSED = {"anonymous": 401, "nobody": 403}
 
 
 def keys(route: Route) -> list[str]:
@@ -204,6 +210,7 @@ def parameter_table(world: World) -> dict:
         "key": keys,
         "claim_id": [CLAIM, NEW_CLAIM],
         "number": numbers(world),
+        "kind": ["case", "source"],  # a record kind (the review queue's comments)
         "pk": [1],  # an import report, a webhook subscription (neither is public)
         "delivery": [1],  # a webhook delivery (reviewers only)
         "run_id": ["RUN-UNKNOWN"],  # an imported run (not public)
@@ -319,6 +326,8 @@ def test_every_api_url_shows_only_the_released_record(world, route, role):
                 response = client.get(url + query, HTTP_ACCEPT=accept)
                 where = f"{role} GET {url}{query} ({accept})"
                 assert response.status_code in ALLOWED, (where, response.status_code)
+                if route.name in ROLE_ONLY:
+                    assert response.status_code == REFUSED[role], where
                 content = b"".join(response) if response.streaming else response.content
                 assert MARKER.encode() not in content, where
                 if accept == JSON_ACCEPT:
@@ -494,6 +503,11 @@ def writes(world: World) -> list[tuple[str, str, object]]:
         ("DELETE", f"{API}/methods/{METHOD}/", None),
         ("POST", f"{API}/revisions/", {}),
         ("POST", f"{API}/releases/", {"notes": "Sneaky"}),
+        (
+            "POST",
+            f"{API}/review-queue/case/{CASE}/comments/",
+            {"revision": head(), "comments": [{"path": "", "text": "Sneaky"}]},
+        ),
     ]
 
 

@@ -211,6 +211,11 @@ def test_the_queue_page_costs_the_same_whatever_the_page(reviewed, reviewer, ana
     api = token_client(reviewer)
     first = queue_queries(api, "/api/v1/review-queue/?page_size=5")
     assert queue_queries(api, "/api/v1/review-queue/?page_size=50") == first
+    # the next page in the body and in the Link header, absolute (docs/api.md)
+    response = api.get("/api/v1/review-queue/?page_size=5")
+    following = body(response)["next"]
+    assert following.startswith("http://testserver/api/v1/review-queue/?")
+    assert response["Link"] == f'<{following}>; rel="next"'
 
 
 def test_who_sees_the_queue(reviewed, viewer, analyst, reviewer, second, client):

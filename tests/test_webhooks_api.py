@@ -163,8 +163,13 @@ def test_deliveries_page_by_keyset_and_are_redelivered(reviewer):
     subscription = make_subscription(reviewer)
     make_deliveries(subscription, 60)
     client = token_client(reviewer)
-    first = client.get(f"{API}{subscription.pk}/deliveries/").json()
+    response = client.get(f"{API}{subscription.pk}/deliveries/")
+    first = response.json()
     assert len(first["results"]) == 50
+    # the next page in the body and in the Link header, absolute (docs/api.md)
+    assert first["next"].startswith("http://testserver/")
+    assert response["Link"] == f'<{first["next"]}>; rel="next"'
+    assert response["ETag"].startswith('W/"')
     assert [d["sequence"] for d in first["results"][:2]] == [60, 59]
     second = client.get(first["next"]).json()
     assert [d["sequence"] for d in second["results"]] == list(range(10, 0, -1))

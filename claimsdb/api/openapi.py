@@ -471,6 +471,8 @@ RECORDED_NAMES = (
     "release.400",
     "release.404",
     "releases.200",
+    "webhook.400",
+    "webhook.404",
 )
 
 

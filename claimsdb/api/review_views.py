@@ -22,6 +22,7 @@ from claimsdb.services import review_queue
 from .common import DocumentJSONParser, RefuseNul, int_param
 from .errors import RequestViolations
 from .permissions import ReviewQueuePermission
+from .rest import page_response
 from .schema import review as schema
 
 
@@ -91,7 +92,8 @@ class ReviewQueueView(RefuseNul, APIView):
                 reverse("review-record", args=[item.kind, item.key])
             )
             results.append(data)
-        return Response({"count": page.count, "next": next_url, "results": results})
+        body = {"count": page.count, "next": next_url, "results": results}
+        return page_response(request, body, {"next": next_url})
 
 
 class CommentSerializer(drf_serializers.Serializer):

@@ -34,6 +34,7 @@ from claimsdb.webhooks.events import event_types, time_text
 
 from .common import CanonicalJSONRenderer, DocumentJSONParser, NoFormSerializer, Pagination
 from .errors import RequestViolations
+from .rest import page_response
 from .schema import webhooks as schema
 
 NUMBER = re.compile(r"[1-9][0-9]{0,17}")
@@ -191,6 +192,11 @@ class DeliveryPagination(CursorPagination):
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200
+
+    def get_paginated_response(self, data: list[Any]) -> Response:
+        """The page with its links in the body and in a ``Link`` header (docs/api.md)."""
+        links = {"next": self.get_next_link(), "previous": self.get_previous_link()}
+        return page_response(self.request, {**links, "results": data}, links)
 
 
 @schema.DELIVERY_LIST

@@ -118,11 +118,11 @@ def paginate_together(
     found = fetch_together(
         {
             **together,
-            " count": RawRows(items.db, f"SELECT count(*) FROM ({sql}) counted", params),
-            " page": items[start : start + per_page],
+            "pagination:count": RawRows(items.db, f"SELECT count(*) FROM ({sql}) counted", params),
+            "pagination:page": items[start : start + per_page],
         }
     )
-    known = _Known(items, found.pop(" count")[0][0], start, found.pop(" page"))
+    known = _Known(items, found.pop("pagination:count")[0][0], start, found.pop("pagination:page"))
     return paginate(
         request, known, noun=noun, load=load, per_page=per_page, parameter=parameter
     ), found

@@ -263,14 +263,20 @@ RELEASE_STIX = extend_schema_view(
         parameters=[NUMBER_PARAMETER],
         responses={
             (200, "application/stix+json"): OpenApiResponse(
-                {
-                    "type": "object",
-                    "properties": {
-                        "type": {"type": "string", "enum": ["bundle"]},
-                        "id": {"type": "string"},
-                        "objects": {"type": "array", "items": {"type": "object"}},
+                openapi.component(
+                    "StixBundle",
+                    {
+                        "type": "object",
+                        "properties": {
+                            "type": {"type": "string", "enum": ["bundle"]},
+                            "id": {"type": "string"},
+                            "objects": {
+                                "type": "array",
+                                "items": {"type": "object", "additionalProperties": True},
+                            },
+                        },
                     },
-                },
+                ),
                 description="a STIX 2.1 bundle",
             ),
             **openapi.error_responses(404),

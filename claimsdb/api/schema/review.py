@@ -3,7 +3,6 @@ records and a record's review comments (docs/review.md)."""
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
@@ -18,6 +17,110 @@ KIND = OpenApiParameter(
     "kind", str, OpenApiParameter.PATH, description="the record kind: case, source, rule, method"
 )
 KEY = OpenApiParameter("key", str, OpenApiParameter.PATH, description="the record's key")
+URI = {"type": "string", "format": "uri"}
+NULLABLE_INT = {"type": "integer", "nullable": True}
+STRINGS = {"type": "array", "items": {"type": "string"}}
+REVIEW_QUEUE_ITEM = openapi.component(
+    "ReviewQueueItem",
+    {
+        "type": "object",
+        "description": "A record waiting for review",
+        "properties": {
+            "kind": {"type": "string"},
+            "key": {"type": "string"},
+            "approved_revision": {
+                **NULLABLE_INT,
+                "description": "its latest approved revision (null: none yet)",
+            },
+            "first_waiting_revision": NULLABLE_INT,
+            "latest_revision": NULLABLE_INT,
+            "revisions_waiting": {"type": "integer"},
+            "waiting_since": {"type": "string", "format": "date-time", "nullable": True},
+            "change": {"type": "string", "enum": ["material", "editorial"]},
+            "authors": STRINGS,
+            "case_status": {"type": "string", "nullable": True},
+            "claim_origins": STRINGS,
+            "open_comments": {"type": "integer"},
+            "changes": {
+                "type": "array",
+                "description": "field by field since the approved revision (left out with "
+                "`changes=0`)",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "op": {"type": "string", "enum": ["added", "removed", "changed"]},
+                        "old": {},
+                        "new": {},
+                    },
+                },
+            },
+            "review_url": URI,
+        },
+    },
+)
+REVIEW_QUEUE_PAGE = openapi.component(
+    "ReviewQueuePage",
+    {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer"},
+            "next": {**URI, "nullable": True},
+            "results": {"type": "array", "items": REVIEW_QUEUE_ITEM},
+        },
+    },
+)
+REVIEW_COMMENT = openapi.component(
+    "ReviewComment",
+    {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "kind": {"type": "string"},
+            "key": {"type": "string"},
+            "revision": {"type": "integer"},
+            "path": {"type": "string"},
+            "text": {"type": "string"},
+            "author": {"type": "string"},
+            "created_at": {"type": "string", "format": "date-time"},
+            "addressed_in": NULLABLE_INT,
+            "resolved_at": {"type": "string", "format": "date-time", "nullable": True},
+        },
+    },
+)
+REVIEW_COMMENTS_BODY = openapi.component(
+    "ReviewComments",
+    {
+        "type": "object",
+        "properties": {"results": {"type": "array", "items": REVIEW_COMMENT}},
+    },
+)
+REQUEST_CHANGES = openapi.component(
+    "RequestChanges",
+    {
+        "type": "object",
+        "properties": {
+            "revision": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 2**63 - 1,
+                "description": "the record's latest revision",
+            },
+            "comments": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "maxLength": 500},
+                        "text": {"type": "string"},
+                    },
+                    "required": ["text"],
+                },
+            },
+        },
+        "required": ["revision", "comments"],
+    },
+)
 FILTERS = [
     OpenApiParameter("kind", str, description="only records of this kind"),
     OpenApiParameter("author", str, description="only records with a waiting change by this user"),
@@ -42,7 +145,7 @@ REVIEW_QUEUE = extend_schema_view(
         parameters=FILTERS,
         responses={
             200: OpenApiResponse(
-                response=OpenApiTypes.OBJECT,
+                response=REVIEW_QUEUE_PAGE,
                 description="`{count, next, results: [{kind, key, approved_revision, "
                 "first_waiting_revision, latest_revision, revisions_waiting, waiting_since, "
                 "change, authors, case_status, claim_origins, changes, review_url}]}`",
@@ -61,7 +164,7 @@ REVIEW_COMMENTS = extend_schema_view(
         tags=["review"],
         parameters=[KIND, KEY],
         responses={
-            200: OpenApiResponse(response=OpenApiTypes.OBJECT, description="`{results: [...]}`"),
+            200: OpenApiResponse(response=REVIEW_COMMENTS_BODY, description="the open comments"),
             **openapi.error_responses(*openapi.READ_ERRORS, examples=openapi.QUERY_ERRORS),
         },
     ),
@@ -75,7 +178,7 @@ REVIEW_COMMENTS = extend_schema_view(
         "and e-mail when configured).",
         tags=["review"],
         parameters=[KIND, KEY],
-        request={"application/json": OpenApiTypes.OBJECT},
+        request={"application/json": REQUEST_CHANGES},
         examples=[
             OpenApiExample(
                 "request changes",
@@ -89,9 +192,7 @@ REVIEW_COMMENTS = extend_schema_view(
             )
         ],
         responses={
-            201: OpenApiResponse(
-                response=OpenApiTypes.OBJECT, description="`{results: [the comments]}`"
-            ),
+            201: OpenApiResponse(response=REVIEW_COMMENTS_BODY, description="the comments written"),
             **openapi.error_responses(*openapi.WRITE_ERRORS, 412),
         },
     ),

@@ -25,17 +25,22 @@ URI = {"type": "string", "format": "uri"}
 TIME = {"type": "string", "format": "date-time"}
 NULLABLE_TIME = {**TIME, "nullable": True}
 STRINGS = {"type": "array", "items": {"type": "string"}}
+EVENT_TYPE = openapi.component("WebhookEventType", {"type": "string", "enum": event_types.names()})
+RECORD_KIND = openapi.component("RecordKind", {"type": "string", "enum": record_kinds.names()})
+DELIVERY_STATUS = openapi.component(
+    "WebhookDeliveryStatus", {"type": "string", "enum": list(DeliveryStatus.values)}
+)
 
-SUBSCRIPTION_SCHEMA: dict[str, Any] = {
+SUBSCRIPTION_BODY: dict[str, Any] = {
     "type": "object",
     "properties": {
         "id": {"type": "integer"},
         "url": {"type": "string", "format": "uri", "description": "where deliveries go"},
         "description": {"type": "string"},
-        "events": {"type": "array", "items": {"type": "string", "enum": event_types.names()}},
+        "events": {"type": "array", "items": EVENT_TYPE},
         "kinds": {
             "type": "array",
-            "items": {"type": "string", "enum": record_kinds.names()},
+            "items": RECORD_KIND,
             "description": "only events about records of these kinds (empty: any)",
         },
         "case_keys": {**STRINGS, "description": "only events about these cases (empty: any)"},
@@ -53,43 +58,53 @@ SUBSCRIPTION_SCHEMA: dict[str, Any] = {
         "secret": {**URI, "description": "where its owner reads its secret"},
     },
 }
-CREATED_SCHEMA = {
-    "allOf": [
-        SUBSCRIPTION_SCHEMA,
-        {
-            "type": "object",
-            "properties": {
-                "secret_value": {
-                    "type": "string",
-                    "description": "the signing secret (`whsec_…`), in this response only; "
-                    "its owner reads it again at `secret`",
-                }
+SUBSCRIPTION_SCHEMA = openapi.component("WebhookSubscription", SUBSCRIPTION_BODY)
+CREATED_SCHEMA = openapi.component(
+    "WebhookSubscriptionCreated",
+    {
+        "allOf": [
+            SUBSCRIPTION_SCHEMA,
+            {
+                "type": "object",
+                "properties": {
+                    "secret_value": {
+                        "type": "string",
+                        "description": "the signing secret (`whsec_…`), in this response only; "
+                        "its owner reads it again at `secret`",
+                    }
+                },
             },
-        },
-    ]
-}
-SUBSCRIPTION_PAGE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "count": {"type": "integer"},
-        "next": {**URI, "nullable": True},
-        "previous": {**URI, "nullable": True},
-        "results": {"type": "array", "items": SUBSCRIPTION_SCHEMA},
+        ]
     },
-}
-SECRET_SCHEMA = {
-    "type": "object",
-    "properties": {"id": {"type": "integer"}, "secret": {"type": "string"}},
-}
-DELIVERY_SCHEMA: dict[str, Any] = {
+)
+SUBSCRIPTION_PAGE_SCHEMA = openapi.component(
+    "WebhookSubscriptionPage",
+    {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer"},
+            "next": {**URI, "nullable": True},
+            "previous": {**URI, "nullable": True},
+            "results": {"type": "array", "items": SUBSCRIPTION_SCHEMA},
+        },
+    },
+)
+SECRET_SCHEMA = openapi.component(
+    "WebhookSecret",
+    {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "secret": {"type": "string"}},
+    },
+)
+DELIVERY_BODY: dict[str, Any] = {
     "type": "object",
     "properties": {
         "id": {"type": "integer"},
         "message_id": {"type": "string", "description": "the `webhook-id` header it is sent with"},
-        "event_type": {"type": "string", "enum": event_types.names()},
+        "event_type": EVENT_TYPE,
         "sequence": {"type": "integer"},
         "revision": {"type": "integer", "nullable": True},
-        "status": {"type": "string", "enum": list(DeliveryStatus.values)},
+        "status": DELIVERY_STATUS,
         "created_at": TIME,
         "attempts": {"type": "integer"},
         "last_attempt_at": NULLABLE_TIME,
@@ -100,61 +115,73 @@ DELIVERY_SCHEMA: dict[str, Any] = {
         "redeliver": URI,
     },
 }
-DELIVERY_DETAIL_SCHEMA = {
-    "allOf": [
-        DELIVERY_SCHEMA,
-        {
-            "type": "object",
-            "properties": {
-                "payload": {"type": "object", "description": "the body it is sent with"},
-                "attempt_log": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "number": {"type": "integer"},
-                            "at": TIME,
-                            "status_code": {"type": "integer", "nullable": True},
-                            "error": {"type": "string"},
-                            "next_attempt_at": NULLABLE_TIME,
+DELIVERY_SCHEMA = openapi.component("WebhookDelivery", DELIVERY_BODY)
+DELIVERY_DETAIL_SCHEMA = openapi.component(
+    "WebhookDeliveryDetail",
+    {
+        "allOf": [
+            DELIVERY_SCHEMA,
+            {
+                "type": "object",
+                "properties": {
+                    "payload": {"type": "object", "description": "the body it is sent with"},
+                    "attempt_log": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "number": {"type": "integer"},
+                                "at": TIME,
+                                "status_code": {"type": "integer", "nullable": True},
+                                "error": {"type": "string"},
+                                "next_attempt_at": NULLABLE_TIME,
+                            },
                         },
                     },
                 },
             },
+        ]
+    },
+)
+DELIVERY_PAGE_SCHEMA = openapi.component(
+    "WebhookDeliveryPage",
+    {
+        "type": "object",
+        "properties": {
+            "next": {**URI, "nullable": True},
+            "previous": {**URI, "nullable": True},
+            "results": {"type": "array", "items": DELIVERY_SCHEMA},
         },
-    ]
-}
-DELIVERY_PAGE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "next": {**URI, "nullable": True},
-        "previous": {**URI, "nullable": True},
-        "results": {"type": "array", "items": DELIVERY_SCHEMA},
     },
-}
-EVENT_TYPES_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "results": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "description": {"type": "string"},
-                    "filtered": {"type": "boolean"},
+)
+EVENT_TYPES_SCHEMA = openapi.component(
+    "WebhookEventTypes",
+    {
+        "type": "object",
+        "properties": {
+            "results": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "description": {"type": "string"},
+                        "filtered": {"type": "boolean"},
+                    },
                 },
-            },
-        }
+            }
+        },
     },
-}
+)
 
 
 class SubscriptionRequest(serializers.Serializer):
     """The body that makes or changes a subscription (documentation: the view reads it)."""
 
     url = serializers.URLField(help_text="an http(s) URL at a public address")
-    events = serializers.ListField(child=serializers.ChoiceField(choices=event_types.names()))
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=event_types.names()), min_length=1
+    )
     description = serializers.CharField(required=False, allow_blank=True)
     kinds = serializers.ListField(
         child=serializers.ChoiceField(choices=record_kinds.names()), required=False
@@ -164,8 +191,10 @@ class SubscriptionRequest(serializers.Serializer):
     active = serializers.BooleanField(required=False)
 
 
+# the URL's ``pk`` is published as ``id`` (drf-spectacular's SCHEMA_COERCE_PATH_PK):
+# declaring it under that name describes the one path parameter, never a second
 ID_PARAMETER = OpenApiParameter(
-    "pk", OpenApiTypes.INT, OpenApiParameter.PATH, description="the subscription's id"
+    "id", OpenApiTypes.INT, OpenApiParameter.PATH, description="the subscription's id"
 )
 DELIVERY_PARAMETER = OpenApiParameter(
     "delivery", OpenApiTypes.INT, OpenApiParameter.PATH, description="the delivery's id"
