@@ -52,6 +52,10 @@ DATA_CODE_PREFIXES = (
     "pagination.cursor_invalid",  # a cursor is an opaque token that only the feed hands out
     "review.cursor_invalid",  # the review queue's cursor: opaque, from a page's next link
     "affected.",  # a case's affected entries name stored components and the case's claims
+    "component.relation_unknown",  # a relation names a stored component
+    "component.in_use",  # a withdrawn component that stored cases name
+    "component.alias_duplicate",  # an alias against the name and the other aliases
+    "component.purl_invalid",  # the Package URL grammar, checked by its parser
     "webhook.url_refused",  # where a receiver's host resolves: DNS, not the URL's shape
     "webhook.url_unresolved",
 )

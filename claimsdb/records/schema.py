@@ -240,7 +240,15 @@ COMPONENT = obj(
     purl=text(1000),
     version_scheme=enum(versions.SCHEME_NAMES),
     homepage=Field("url", max_length=2000),
-    aliases=list_of(Field("str", max_length=300)),
+    # an alias has a character that is not white space (as Python's str.strip counts it)
+    aliases=list_of(
+        Field(
+            "pattern",
+            pattern=r"[\s\S]*[^\s\u001c-\u001f\u0085][\s\S]*",
+            max_length=300,
+            description="a name with a character that is not white space",
+        )
+    ),
     relations=list_of(
         obj(
             component=pattern(choices.COMPONENT_KEY_PATTERN, DocumentCode.INVALID_VALUE),

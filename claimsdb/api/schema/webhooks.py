@@ -13,8 +13,8 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import serializers
 
+from claimsdb.choices import CASE_KEY_PATTERN
 from claimsdb.models import DeliveryStatus
 from claimsdb.records.kinds import record_kinds
 from claimsdb.webhooks.events import RELEASE_PUBLISHED, REVISION_WRITTEN, event_types
@@ -175,20 +175,42 @@ EVENT_TYPES_SCHEMA = openapi.component(
 )
 
 
-class SubscriptionRequest(serializers.Serializer):
-    """The body that makes or changes a subscription (documentation: the view reads it)."""
-
-    url = serializers.URLField(help_text="an http(s) URL at a public address")
-    events = serializers.ListField(
-        child=serializers.ChoiceField(choices=event_types.names()), min_length=1
-    )
-    description = serializers.CharField(required=False, allow_blank=True)
-    kinds = serializers.ListField(
-        child=serializers.ChoiceField(choices=record_kinds.names()), required=False
-    )
-    case_keys = serializers.ListField(child=serializers.CharField(), required=False)
-    tags = serializers.ListField(child=serializers.CharField(), required=False)
-    active = serializers.BooleanField(required=False)
+SUBSCRIPTION_FIELDS: dict[str, Any] = {
+    "url": {
+        "type": "string",
+        "format": "uri",
+        "maxLength": 2000,
+        "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@]",
+        "description": "an http(s) URL at a public address (no credentials, no fragment)",
+    },
+    "events": {"type": "array", "items": EVENT_TYPE, "minItems": 1},
+    "description": {"type": "string", "maxLength": 200},
+    "kinds": {"type": "array", "items": RECORD_KIND},
+    "case_keys": {
+        "type": "array",
+        "items": {"type": "string", "pattern": CASE_KEY_PATTERN, "maxLength": 40},
+    },
+    "tags": {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": "\\S"},
+    },
+    "active": {"type": "boolean"},
+}
+# The bodies that make and change a subscription (the view reads them itself): closed, as
+# a field a subscription does not have is refused.
+SUBSCRIPTION_REQUEST = openapi.component(
+    "WebhookSubscriptionRequest",
+    {
+        "type": "object",
+        "properties": SUBSCRIPTION_FIELDS,
+        "required": ["url", "events"],
+        "additionalProperties": False,
+    },
+)
+SUBSCRIPTION_PATCH = openapi.component(
+    "WebhookSubscriptionPatch",
+    {"type": "object", "properties": SUBSCRIPTION_FIELDS, "additionalProperties": False},
+)
 
 
 # the URL's ``pk`` is published as ``id`` (drf-spectacular's SCHEMA_COERCE_PATH_PK):
@@ -226,7 +248,7 @@ SUBSCRIPTION_LIST = extend_schema_view(
         "this once; its owner reads it again at `secret`). A URL at a private, loopback or "
         "link-local address is refused (`webhook.url_refused`).",
         tags=TAGS,
-        request=SubscriptionRequest,
+        request={"application/json": SUBSCRIPTION_REQUEST},
         responses={
             201: OpenApiResponse(CREATED_SCHEMA, description="the subscription made"),
             **_errors(400, 401, 403),
@@ -261,7 +283,7 @@ SUBSCRIPTION_DETAIL = extend_schema_view(
         "wait). Deliveries already made are not changed.",
         tags=TAGS,
         parameters=[ID_PARAMETER],
-        request=SubscriptionRequest,
+        request={"application/json": SUBSCRIPTION_PATCH},
         responses={200: SUBSCRIPTION_SCHEMA, **_errors(400, 401, 403, 404)},
     ),
     delete=extend_schema(
