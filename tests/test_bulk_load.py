@@ -232,12 +232,13 @@ def test_a_load_refreshes_statistics_each_time_its_record_count_doubles(
     from claimsdb.services import bundles
 
     monkeypatch.setattr(bundles, "ANALYZE_FROM", 6)
-    path = write_bundle(tmp_path, 14)  # 10 sources, 14 cases, 1 method: 25 records
+    # 1 method, 10 sources, the 3 components the cases name and 14 cases: 28 records
+    path = write_bundle(tmp_path, 14)
     with CaptureQueriesContext(connection) as captured:
-        assert load(reviewer, path, batch_size=4) == 25
+        assert load(reviewer, path, batch_size=4) == 28
     analyzed = [q["sql"] for q in captured if q["sql"].startswith("ANALYZE ")]
-    # batches of 4 (methods and sources, then cases): read 1, 5, 9 (≥ 6), 11, 15, 19 (≥ 18),
-    # 23, 25: twice
+    # batches of 4 of each kind in turn (method, sources, components, cases): read 1, 5,
+    # 9 (≥ 6), 11, 14, 18 (≥ 18), 22, 26, 28: twice
     assert len(analyzed) == 2
     assert '"claimsdb_revision"' in analyzed[0] and '"claimsdb_case"' in analyzed[0]
     with connection.cursor() as cursor:  # the statistics see the load's own rows

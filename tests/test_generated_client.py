@@ -27,8 +27,10 @@ from claimsdb.models import ImportReport
 from .support import ROOT, new_case
 
 pytestmark = [
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.usefixtures("spool", "empty_cache"),
+    # the live server needs committed data; the flush afterwards takes the role groups,
+    # which roles_kept puts back for the tests that follow
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("spool", "empty_cache", "roles_kept"),
 ]
 
 BIN = Path(sys.executable).parent

@@ -8,10 +8,12 @@ streams to it like any other. Skipped without it.
 from __future__ import annotations
 
 import copy
+import fcntl
 import json
 import logging
 import os
 import re
+import tempfile
 import time
 
 import pytest
@@ -25,7 +27,7 @@ from claimsdb.records import record_document
 from claimsdb.services import bundle_load, case_update
 from claimsdb.settings import database_from_url
 
-from .support import publish, signed_in, token_client
+from .support import approve_all, publish, signed_in, token_client
 
 REPLICA_URL = os.environ.get("CLAIMSDB_TEST_REPLICA_URL", "")
 CASE = "CP22-003"
@@ -68,7 +70,20 @@ def replica_alias(django_db_setup):
 
 
 @pytest.fixture
-def replica(settings):
+def replica_to_itself():
+    """The replica alone: its replay is paused and resumed for the whole cluster, so the
+    suite's other workers (pytest-xdist) wait for this test before using it."""
+    path = os.path.join(tempfile.gettempdir(), "claimsdb-test-replica.lock")
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def replica(replica_to_itself, settings):
     settings.DATABASE_REPLICAS = [ALIAS]
     settings.DATABASE_ROUTERS = ["claimsdb.replicas.ReplicaRouter"]
     settings.REPLICA_CHECK_SECONDS = 0  # look at the replica's state on every read
@@ -239,6 +254,7 @@ def test_a_token_that_wrote_reads_its_writes_on_every_worker(
     _caught_up()
     _pause_replay()  # the replica is held behind from here on
     _retitle(reviewer, "Retitled for release 2")
+    approve_all()  # releases publish approved revisions: a second reviewer approves it
     settings.REPLICA_STICKY_SECONDS = 2
     tool = token_client(reviewer)
     published = tool.post("/api/v1/releases/", {"notes": "Release 2"}, format="json")
