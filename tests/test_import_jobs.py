@@ -288,11 +288,11 @@ class _Loses:
             raise self.error
 
 
-def _worker(**options) -> RecoveringWorker:
+def _worker(batch: bool = True, **options) -> RecoveringWorker:
     return RecoveringWorker(
         queue_names=["default"],
         interval=0,
-        batch=True,
+        batch=batch,
         backend_name="default",
         startup_delay=False,
         max_tasks=None,
@@ -312,10 +312,11 @@ def test_the_worker_reconnects_with_backoff_when_its_database_is_lost(
     monkeypatch.setattr(worker_module, "requeue_dead_imports", lambda: reaped.append(1))
     waits: list[float] = []
     now = [0.0]
-    worker = _worker(sleep=waits.append, clock=lambda: now[0])
+    worker = _worker(sleep=waits.append, clock=lambda: now[0], batch=False, reap_every=0)
+    settings.WEBHOOKS_POLL_SECONDS = 0
     with caplog.at_level(logging.WARNING, logger="claimsdb.worker"):
         worker.run()
-    assert waits == [0.5, 1, 2, 4, 4]  # doubling, up to the last
+    assert waits == [0.5, 1, 2, 4, 4]  # doubling, up to the last, for as long as it takes
     assert loses.calls == 6 and worker.reconnects == 5
     assert len(reaped) == 6  # dead imports are looked for each time it (re)starts
     assert "lost its database (OperationalError: server closed the connection)" in caplog.text
@@ -331,6 +332,18 @@ def test_the_worker_reconnects_with_backoff_when_its_database_is_lost(
     monkeypatch.setattr(Worker, "run", lose_after_a_while)
     worker.run()
     assert waits == [0.5, 0.5]
+
+
+def test_a_batch_run_ends_once_it_has_waited_the_longest_wait(monkeypatch, settings):
+    # a --batch run (cron, a script) must end: its jobs stay queued for the next one
+    settings.WORKER_RECONNECT_SECONDS = (0.5, 4)
+    loses = _Loses(100)
+    monkeypatch.setattr(Worker, "run", lambda self: loses(self))
+    monkeypatch.setattr(worker_module, "requeue_dead_imports", lambda: None)
+    waits: list[float] = []
+    with pytest.raises(OperationalError):
+        _worker(sleep=waits.append, clock=lambda: 0.0).run()
+    assert waits == [0.5, 1, 2, 4]
 
 
 def test_the_worker_still_stops_on_errors_that_are_not_a_lost_connection(monkeypatch):

@@ -539,6 +539,10 @@ def test_a_background_import_that_fails_is_reported(seeded, reviewer, analyst, s
     )
 
 
+# the worker closes its database connection when it is done, as a process of its own would:
+# on PostgreSQL that is the test's own connection, which a test transaction would lose
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("roles_kept")
 def test_the_worker_sends_through_the_task_queue_without_flooding_it(
     seeded, reviewer, private_allowed, monkeypatch
 ):

@@ -7,7 +7,9 @@ keeps the loop and adds recovery:
 
 * a lost connection is closed and, after a wait that doubles from the first to the last of
   ``WORKER_RECONNECT_SECONDS`` (0.5 s … 30 s), the loop starts again on a new one, for as
-  long as it takes; once it has run well for a while the wait starts small again;
+  long as it takes; once it has run well for a while the wait starts small again (a
+  ``--batch`` run waits up to the longest wait once, then ends with the error, its
+  unfinished jobs still queued);
 * the import a lost connection interrupted rolled back (an import is one transaction) and
   its job stopped beating: ``requeue_dead_imports`` — run when the loop (re)starts and
   every quarter of ``IMPORT_DEAD_SECONDS`` by a thread of its own — queues it again once
@@ -109,6 +111,10 @@ class RecoveringWorker(Worker):
                 close_connections()
                 if self.clock() - started > self.last_wait:
                     wait = 0.0  # it ran well since the last loss: start small again
+                elif self.batch and wait >= self.last_wait:
+                    # a --batch run (from cron, a script) has waited the longest wait once:
+                    # it ends with the error; what it had not finished stays queued
+                    raise
                 wait = min(self.last_wait, max(self.first_wait, wait * 2))
                 self.reconnects += 1
                 logger.warning(
