@@ -4,11 +4,13 @@ import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from claimsdb import public
 from claimsdb.integrity import verify_history
-from claimsdb.models import Approval, Case, LedgerHead, ReleaseEntry
+from claimsdb.models import Approval, Case, LedgerHead, ReleaseEntry, ReviewState
 from claimsdb.records import PermissionDenied, RecordNotFound, RuleViolations, StaleApproval
 from claimsdb.selectors.approvals import (
     latest_approved_revision_number,
@@ -141,6 +143,28 @@ def test_approve_pending_leaves_own_changes_for_another_reviewer(seeded, reviewe
     assert latest_approved_revision_number("case", "CP22-003") != mine
     approve_pending(user=second)
     assert latest_approved_revision_number("case", "CP22-003") == mine
+
+
+def test_approve_pending_costs_the_same_queries_for_more_records_without_a_review_state(
+    analyst, second
+):
+    """Records written before the review queue kept their state (or restored) have none:
+    approving them costs a fixed number of queries per batch, not a few per record."""
+
+    def approve_sources(first: int, count: int) -> int:
+        for index in range(first, first + count):
+            create_source(analyst, f"SRC-PENDING-{index:03}")
+        ReviewState.objects.all().delete()
+        with CaptureQueriesContext(connection) as captured:
+            outcome = approve_pending(user=second, kinds=["source"])
+        assert len(outcome.approved) == count and not outcome.left
+        return len(captured)
+
+    assert approve_sources(0, 3) == approve_sources(3, 30)
+    states = ReviewState.objects.filter(record_kind="source")  # the thirty approved last
+    assert states.count() == 30
+    assert not states.filter(waiting_from__isnull=False).exists()
+    assert all(state.approved_number == state.latest_number for state in states)
 
 
 def test_approvals_chain_without_gaps(seeded, analyst, second):

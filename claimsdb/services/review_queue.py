@@ -28,7 +28,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from claimsdb.codes import ReviewCode
@@ -202,7 +202,8 @@ def records_approved(approvals: Sequence[Approval]) -> None:
     authors and materiality of the revisions since. Open comments made on an approved
     revision or before are resolved by the approval: the reviewer accepted the record as
     it stands. A fixed number of queries per batch (a few more per record approved at an
-    earlier revision than its latest, which only a restore of old approvals does)."""
+    earlier revision than its latest, which only a restore of old approvals does; a record
+    without a state costs none more)."""
     if not approvals:
         return
     latest: dict[tuple[str, str], Approval] = {}
@@ -215,10 +216,25 @@ def records_approved(approvals: Sequence[Approval]) -> None:
         (state.record_kind, state.record_key): state
         for state in ReviewState.objects.select_for_update().filter(condition)
     }
+    # records without a state (written before the review queue kept one, or restored from
+    # a backup): approved at their latest revision, a new state waits for nothing
+    missing = [record for record in latest if record not in states]
+    newest = _latest_numbers(missing) if missing else {}
+    fresh: list[ReviewState] = []
     cleared: list[ReviewState] = []
     for record, approval in latest.items():
         state = states.get(record)
         number = approval.revision_number
+        if state is None and newest.get(record) == number:
+            fresh.append(
+                ReviewState(
+                    record_kind=record[0],
+                    record_key=record[1],
+                    latest_number=number,
+                    approved_number=number,
+                )
+            )
+            continue
         if state is None or state.latest_number > number:
             _recompute(record, number)
             continue
@@ -230,6 +246,8 @@ def records_approved(approvals: Sequence[Approval]) -> None:
         state.waiting_count = 0
         state.material = False
         cleared.append(state)
+    if fresh:
+        ReviewState.objects.bulk_create(fresh, batch_size=1000)
     if cleared:
         ReviewState.objects.bulk_update(
             cleared,
@@ -256,6 +274,18 @@ def records_approved(approvals: Sequence[Approval]) -> None:
         ReviewComment.objects.filter(pk__in=answered).update(
             resolved_at=timezone.now(), resolved_by_id=reviewer
         )
+
+
+def _latest_numbers(records: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """Each record's latest revision number, in one query."""
+    return {
+        (kind, key): number
+        for kind, key, number in Revision.objects.filter(records_q(records))
+        .order_by()
+        .values("record_kind", "record_key")
+        .annotate(last=Max("number"))
+        .values_list("record_kind", "record_key", "last")
+    }
 
 
 def _recompute(record: tuple[str, str], approved: int) -> None:
