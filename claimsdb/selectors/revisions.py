@@ -12,6 +12,7 @@ from claimsdb.models import Revision
 
 
 def latest_revision_number(record_kind: str, record_key: str) -> int | None:
+    """The number of the record's latest revision (None if it has none): one index step."""
     return (
         Revision.objects.filter(record_kind=record_kind, record_key=record_key)
         .order_by("-number")

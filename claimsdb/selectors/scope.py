@@ -56,19 +56,24 @@ def case_scope(key: str) -> dict[str, Any]:
         }
 
     document = case_document_or_none(key) or {"relations": []}
-    incoming = [
-        {"case": r.case.key, "kind": r.kind, "note": r.note}
-        for r in Relation.objects.select_related("case")
-        .filter(other__key=key)
-        .exclude(kind__in=SYMMETRIC_RELATIONS)
-        .order_by("case__key", "kind")
-    ]
+    incoming = incoming_relations(key)
     return {
         "forbidden_here": [describe(r) for r in rules],
         "protecting_own": [describe(r) for r in protecting],
         "relations": document["relations"],
         "incoming": incoming,
     }
+
+
+def incoming_relations(key: str) -> list[dict[str, Any]]:
+    """The one-way relations other cases hold to case ``key``, by case and kind: one query."""
+    return [
+        {"case": r.case.key, "kind": r.kind, "note": r.note}
+        for r in Relation.objects.select_related("case")
+        .filter(other__key=key)
+        .exclude(kind__in=SYMMETRIC_RELATIONS)
+        .order_by("case__key", "kind")
+    ]
 
 
 def scope_of_document(document: dict[str, Any]) -> dict[str, Any]:
@@ -83,13 +88,7 @@ def scope_of_document(document: dict[str, Any]) -> dict[str, Any]:
         .values("key", "figure", "case", "reason")
     )
     wanted = {r["figure"] for r in rules} | {a["figure"] for a in document["attributions"]}
-    incoming = [
-        {"case": r.case.key, "kind": r.kind, "note": r.note}
-        for r in Relation.objects.select_related("case")
-        .filter(other__key=key)
-        .exclude(kind__in=SYMMETRIC_RELATIONS)
-        .order_by("case__key", "kind")
-    ]
+    incoming = incoming_relations(key)
     return scope_sections(document, rules, figures_by_id(wanted), incoming)
 
 

@@ -103,16 +103,6 @@ def row_chain_hash(
     return sha256_text(dumps_compact(fields))
 
 
-def latest_revision_number(record_kind: str, record_key: str) -> int | None:
-    """The number of the record's latest revision (None if it has none): one index step."""
-    return (
-        Revision.objects.filter(record_kind=record_kind, record_key=record_key)
-        .order_by("-number")
-        .values_list("number", flat=True)
-        .first()
-    )
-
-
 def latest_revision(record_kind: str, record_key: str) -> Revision | None:
     return (
         Revision.objects.filter(record_kind=record_kind, record_key=record_key)

@@ -30,8 +30,8 @@ from claimsdb.records import (
     parse_document,
     record_document,
 )
+from claimsdb.selectors.revisions import latest_revision_number
 
-from .ledger import latest_revision_number
 from .writer import RecordWrite, WriteOutcome, write_records
 
 
