@@ -298,6 +298,19 @@ def test_releases_and_their_entries_page(seeded, reviewer, analyst):
     assert all(e["previous_revision"] == e["revision"] for e in unchanged)
     last = client.get(f"{API}/releases/2/?page=4&page_size=5").json()
     assert last["entries_next"] is None and "page_size=5" in last["entries_previous"]
+    # the entries' pages are linked in a Link header too, followed here from the first
+    url, linked = f"{API}/releases/2/?page_size=5", []
+    while url:
+        response = client.get(url)
+        linked += response.json()["entries"]
+        links = parse_links(response["Link"])
+        assert links.get("next") == response.json()["entries_next"]
+        assert links.get("prev") == response.json()["entries_previous"]
+        url = links.get("next")
+    assert linked == entries
+    assert (
+        parse_links(response["Link"])["first"] == f"http://testserver{API}/releases/2/?page_size=5"
+    )
 
 
 # --- Link headers and entity tags -----------------------------------------------------------

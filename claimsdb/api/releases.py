@@ -50,6 +50,7 @@ from .common import (
     Pagination,
 )
 from .errors import RequestViolations
+from .rest import link_header
 from .schema import releases as schema
 
 RELEASE_NUMBER = re.compile(r"[1-9][0-9]{0,8}")
@@ -88,6 +89,11 @@ def release_summary(request: Request, release: Release) -> dict[str, Any]:
 def release_detail(request: Request, release: Release) -> dict[str, Any]:
     """The release and one page of its entries (``?page=``, ``?page_size=``), by record kind
     and key, with ``entries_count`` and the ``entries_next``/``entries_previous`` links."""
+    return _release_page(request, release)[0]
+
+
+def _release_page(request: Request, release: Release) -> tuple[dict[str, Any], str]:
+    """``release_detail``, and the ``Link`` header of its entries' pages."""
     paginator = Pagination()
     page = paginator.paginate_queryset(release_entry_list(release), request)
     entries = [
@@ -105,13 +111,14 @@ def release_detail(request: Request, release: Release) -> dict[str, Any]:
         }
         for entry in with_previous_revisions(release, list(page))
     ]
-    return {
+    body = {
         **release_summary(request, release),
         "entries": entries,
         "entries_count": paginator.page.paginator.count,
         "entries_next": paginator.get_next_link(),
         "entries_previous": paginator.get_previous_link(),
     }
+    return body, link_header(paginator.links())
 
 
 def _release_or_404(number: int | str) -> Release:
@@ -167,7 +174,8 @@ class ReleaseListView(ReleaseBase):
 @schema.RELEASE_DETAIL
 class ReleaseDetailView(ReleaseBase):
     def get(self, request: Request, number: str) -> Response:
-        return Response(release_detail(request, _release_or_404(number)))
+        body, link = _release_page(request, _release_or_404(number))
+        return Response(body, headers={"Link": link})
 
 
 def release_download(
