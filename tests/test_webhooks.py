@@ -566,3 +566,75 @@ def test_the_worker_sends_through_the_task_queue_without_flooding_it(
         worker()  # its pump hands out the last two, then runs them
         assert len(receiver.received) == 5
     assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"succeeded"}
+
+
+# --- pruning ---------------------------------------------------------------------------------
+
+
+def test_prune_deletes_old_ended_deliveries_with_their_attempts_and_keeps_the_rest(
+    seeded, reviewer, private_allowed
+):
+    from django.core.management import call_command
+
+    subscription = subscribe(
+        reviewer, f"http://127.0.0.1:{free_port()}/hooks", events=["revision.written"]
+    )
+    for n in range(6):
+        edit_case(reviewer, CASE, summary=f"Edit {n}", title=f"T {n}")
+    fanout.fan_out()
+    deliveries = list(WebhookDelivery.objects.filter(subscription=subscription).order_by("pk"))
+    assert len(deliveries) == 6
+    now = timezone.now()
+    old, recent = now - dt.timedelta(days=40), now - dt.timedelta(days=1)
+    ended = [  # status, last attempt, made
+        ("succeeded", old, old),
+        ("failed", old, old),
+        ("pending", old, old),  # still being retried: never pruned
+        ("succeeded", recent, old),
+        ("succeeded", old, old),
+        ("pending", None, now),
+    ]
+    for delivery, (status, attempted, made) in zip(deliveries, ended, strict=True):
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            status=status, last_attempt_at=attempted, created_at=made
+        )
+        if attempted is not None:
+            WebhookAttempt.objects.create(delivery=delivery, number=1, at=attempted)
+    out = io.StringIO()
+    call_command("prune_webhooks", "--days", "30", "--batch-size", "2", stdout=out)
+    assert out.getvalue().strip() == "deleted 2 succeeded webhook deliveries older than 30 days"
+    kept = [d.pk for d in deliveries]
+    del kept[4], kept[0]
+    assert list(WebhookDelivery.objects.order_by("pk").values_list("pk", flat=True)) == kept
+    assert not WebhookAttempt.objects.filter(delivery__in=[deliveries[0], deliveries[4]]).exists()
+    assert WebhookAttempt.objects.count() == 3
+    call_command("prune_webhooks", "--days", "30", "--failed", stdout=out)
+    assert not WebhookDelivery.objects.filter(pk=deliveries[1].pk).exists()
+    assert WebhookDelivery.objects.count() == 3
+    # the subscription's sequence goes on from where it was, not from what is left
+    edit_case(reviewer, CASE, summary="After pruning", title="T after")
+    fanout.fan_out()
+    newest = WebhookDelivery.objects.filter(subscription=subscription).order_by("-pk").first()
+    assert newest.sequence == deliveries[-1].sequence + 1
+
+
+def test_prune_stops_at_the_first_batch_made_after_the_cutoff(
+    seeded, reviewer, private_allowed, django_assert_num_queries
+):
+    from claimsdb.webhooks.delivery import prune
+
+    subscribe(reviewer, f"http://127.0.0.1:{free_port()}/hooks", events=["revision.written"])
+    for n in range(5):
+        edit_case(reviewer, CASE, summary=f"Edit {n}", title=f"T {n}")
+    fanout.fan_out()
+    WebhookDelivery.objects.update(status="succeeded", last_attempt_at=timezone.now())
+    with django_assert_num_queries(1):  # one batch read: all of it is newer than the cutoff
+        assert prune(dt.timedelta(days=30), batch_size=2) == 0
+    assert WebhookDelivery.objects.count() == 5
+
+
+def test_prune_webhooks_refuses_a_negative_age(db):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="--days"):
+        call_command("prune_webhooks", "--days", "-1")

@@ -228,3 +228,51 @@ def redeliver(delivery_ids: Iterable[int], *, clock: Clock = timezone.now) -> in
         leased_until=None,
         lease_token="",
     )
+
+
+def prune(
+    older_than: dt.timedelta,
+    *,
+    statuses: Iterable[str] = (SUCCEEDED,),
+    batch_size: int = 1000,
+    clock: Clock = timezone.now,
+) -> int:
+    """Delete the deliveries of ``statuses`` (succeeded, by default) whose last attempt is
+    older than ``older_than``, with their attempts; pending deliveries are never deleted.
+    Returns how many.
+
+    The deliveries are walked along their primary key, ``batch_size`` at a time, each batch
+    deleted in a transaction of its own (no long lock, memory bounded by the batch), and the
+    walk stops at the first batch made after the cutoff: a delivery is never attempted
+    before it is made, so what is newer cannot be old enough. A subscription's sequence is
+    kept on the subscription, so the next delivery's number does not depend on the old ones.
+    """
+    cutoff = clock() - older_than
+    wanted = set(statuses) - {PENDING}
+    pruned, after = 0, 0
+    while True:
+        rows = list(
+            WebhookDelivery.objects.filter(pk__gt=after)
+            .order_by("pk")
+            .values_list("pk", "status", "last_attempt_at", "created_at")[:batch_size]
+        )
+        if not rows:
+            return pruned
+        after = rows[-1][0]
+        old = [
+            pk
+            for pk, status, attempted, _ in rows
+            if status in wanted and attempted is not None and attempted < cutoff
+        ]
+        if old:
+            with transaction.atomic():
+                # only those still as read: one redelivered meanwhile is pending again
+                pruned += (
+                    WebhookDelivery.objects.filter(
+                        pk__in=old, status__in=wanted, last_attempt_at__lt=cutoff
+                    )
+                    .delete()[1]
+                    .get(WebhookDelivery._meta.label, 0)
+                )
+        if min(created for *_, created in rows) >= cutoff:
+            return pruned
