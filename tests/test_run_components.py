@@ -316,3 +316,45 @@ def test_the_upload_page_refuses_them_and_shows_the_unmatched_names(seeded, anal
     assert '<span class="key">CMP-MOONCAKE</span> <span class="muted">by name</span>' in page
     api = token_client(analyst).get(f"/api/v1/imports/{ImportReport.objects.first().pk}/")
     assert [m["name"] for m in api.json()["unmatched"]] == ["other:ucx"]
+
+
+def test_match_runs_relates_stored_runs_to_components_added_since(
+    seeded, analyst, django_assert_max_num_queries
+):
+    from django.core.management import call_command
+
+    report = _import(analyst, MIXED)
+    ucx = ("ucx-generation_token-fifo", "backend", "other:ucx", "1.19.0")
+    assert (*ucx, None, "") in _relations(report.run_id)
+    before = _relations(report.run_id)
+    # nothing changed: nothing to do, and a batch costs a fixed number of queries
+    with django_assert_max_num_queries(4):
+        out = io.StringIO()
+        call_command("match_runs", "--batch-size", "100", stdout=out)
+    assert out.getvalue().strip().endswith("changed 0 to a component, 0 to none")
+    component_create(
+        user=analyst,
+        document=_component("CMP-UCX", "Unified Communication X", ["ucx"]),
+        summary="UCX, added after the run was imported",
+    )
+    out = io.StringIO()
+    call_command("match_runs", "--dry-run", "--batch-size", "3", stdout=out)
+    assert "would change 1 to a component, 0 to none" in out.getvalue()
+    assert _relations(report.run_id) == before  # a dry run writes nothing
+    out = io.StringIO()
+    call_command("match_runs", "--batch-size", "3", stdout=out)
+    assert (
+        f"run {report.run_id}, scenario ucx-generation_token-fifo, backend 'other:ucx': now CMP-UCX"
+    ) in out.getvalue()
+    after = _relations(report.run_id)
+    assert (*ucx, "CMP-UCX", "name") in after
+    assert [r for r in after if r[:4] != ucx] == [r for r in before if r[:4] != ucx]
+    # the import report still says what matched when the run was imported
+    stored = ImportReport.objects.get(pk=report.id).report
+    assert [m["name"] for m in stored["unmatched"]] == ["other:ucx"]
+    # a component withdrawn lets its runs go
+    component_withdraw(user=analyst, key="CMP-UCX", summary="Withdrawn")
+    out = io.StringIO()
+    call_command("match_runs", stdout=out)
+    assert "changed 0 to a component, 1 to none" in out.getvalue()
+    assert (*ucx, None, "") in _relations(report.run_id)

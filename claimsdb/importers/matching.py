@@ -5,7 +5,8 @@ A name is matched exactly as ``ComponentName`` keeps it (case-folded, spaces col
 a Package URL by its type, namespace and name (its version, qualifiers and subpath are the
 build, not the component). Nothing is guessed: a name no active component bears, or one that
 two components bear, stays unmatched, and the import report lists it with the reason. Two
-queries per file, whatever its number of scenarios.
+queries per file, whatever its number of scenarios. ``rematch_stored`` (``manage.py
+match_runs``) matches the stored runs again when components change.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Q
 from packageurl import PackageURL
 
@@ -121,6 +123,84 @@ def match_run(parsed: ParsedRun) -> list[Match]:
             matches[what] = match
         match.scenarios.append(scenario_id)
     return list(matches.values())
+
+
+@dataclass
+class Rematched:
+    """What ``rematch_stored`` did: rows looked at, rows that now name a component they did
+    not (or another one), and rows that no longer name one."""
+
+    rows: int = 0
+    matched: int = 0
+    unmatched: int = 0
+    examples: list[str] = field(default_factory=list)
+
+
+# What re-matching reads of a stored row (and names it by in its report).
+REMATCH_FIELDS = (
+    "role",
+    "name",
+    "version",
+    "commit",
+    "purl",
+    "component_id",
+    "matched_by",
+    "run__run_id",
+    "scenario__scenario_id",
+)
+
+
+def rematch_stored(*, batch_size: int = 1000, write: bool = True) -> Rematched:
+    """Match every stored run's frameworks and backends again against today's components,
+    by the rules an import follows (``_decide``): a component added, given an alias or a
+    Package URL after a run was imported now claims it; one withdrawn, or a name that now
+    two components bear, lets it go. The rows keep the name, build and Package URL the file
+    stated, so the file is not needed. Import reports are not changed: they say what
+    matched when the run was imported.
+
+    Walks the rows along their primary key, ``batch_size`` at a time: two lookups and at
+    most one update per batch, each batch in a transaction of its own. ``write=False``
+    counts what would change and writes nothing."""
+    outcome = Rematched()
+    after = 0
+    while True:
+        rows = list(
+            RunComponent.objects.filter(pk__gt=after)
+            .select_related("run", "scenario")
+            .only(*REMATCH_FIELDS)
+            .order_by("pk")[:batch_size]
+        )
+        if not rows:
+            return outcome
+        after = rows[-1].pk
+        outcome.rows += len(rows)
+        named = {
+            row.pk: Named(row.role, row.name, row.version, row.commit, row.purl) for row in rows
+        }
+        by_purl = _components_by_purl({n.purl for n in named.values() if n.purl})
+        by_name = _components_by_name({n.lookup_name for n in named.values()})
+        changed = []
+        for row in rows:
+            what = named[row.pk]
+            match = Match(what.role, what.name, what.version, what.commit, what.purl, "")
+            _decide(match, what, by_purl, by_name)
+            if (match.component_pk, match.matched_by) == (row.component_id, row.matched_by):
+                continue
+            if match.component_pk is None:
+                outcome.unmatched += 1
+            else:
+                outcome.matched += 1
+            if len(outcome.examples) < 20:
+                outcome.examples.append(
+                    f"run {row.run.run_id}, scenario {row.scenario.scenario_id}, {row.role} "
+                    f"{row.name!r}: "
+                    + (f"now {match.component}" if match.component else "now unmatched")
+                )
+            row.component_id, row.matched_by = match.component_pk, match.matched_by
+            changed.append(row)
+        if changed and write:
+            with transaction.atomic():
+                RunComponent.objects.bulk_update(changed, ["component", "matched_by"])
 
 
 def _decide(
