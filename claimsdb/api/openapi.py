@@ -652,17 +652,27 @@ RETRY_AFTER_HEADER = OpenApiParameter(
     required=True,
     description="the seconds to wait before trying again",
 )
-# Every page of a list: RFC 8288 links beside the body's, and a weak entity tag.
-LIST_HEADERS = [
-    OpenApiParameter(
+
+
+def link_header(description: str) -> OpenApiParameter:
+    """The ``Link`` header of a paged 200 answer (``rest.link_header``), as ``description``
+    says what it links."""
+    return OpenApiParameter(
         "Link",
         OpenApiTypes.STR,
         OpenApiParameter.HEADER,
         response=[200],
         required=True,
-        description="RFC 8288 links to the `first`, `prev`, `next` and `last` pages, those "
+        description=description,
+    )
+
+
+# Every page of a list: RFC 8288 links beside the body's, and a weak entity tag.
+LIST_HEADERS = [
+    link_header(
+        "RFC 8288 links to the `first`, `prev`, `next` and `last` pages, those "
         'that exist (`<https://…?page=3>; rel="next"`); the revision feeds give `first`, '
-        "`prev` and `next`",
+        "`prev` and `next`"
     ),
     OpenApiParameter(
         "ETag",

@@ -226,15 +226,9 @@ RELEASE_DETAIL = extend_schema_view(
             NUMBER_PARAMETER,
             OpenApiParameter("page", OpenApiTypes.INT, OpenApiParameter.QUERY),
             OpenApiParameter("page_size", OpenApiTypes.INT, OpenApiParameter.QUERY),
-            OpenApiParameter(
-                "Link",
-                OpenApiTypes.STR,
-                OpenApiParameter.HEADER,
-                response=[200],
-                required=True,
-                description="RFC 8288 links to the `first`, `prev`, `next` and `last` pages "
-                "of the entries, those that exist, beside `entries_next` and "
-                "`entries_previous`",
+            openapi.link_header(
+                "RFC 8288 links to the `first`, `prev`, `next` and `last` pages of the "
+                "entries, those that exist, beside `entries_next` and `entries_previous`"
             ),
         ],
         responses={200: RELEASE_DETAIL, **openapi.error_responses(404, family="release")},
