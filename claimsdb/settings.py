@@ -301,6 +301,8 @@ SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# Django's database sessions, read by a statement put together once (claimsdb/sessions.py).
+SESSION_ENGINE = "claimsdb.sessions"
 CSRF_COOKIE_HTTPONLY = False
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_flag("SECURE_SSL_REDIRECT", default=True)

@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.signals import user_login_failed
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.db import connections, router
 from django.dispatch import receiver
 from django.http import HttpRequest
 
@@ -128,15 +132,53 @@ class ThrottledModelBackend(ModelBackend):
     def get_user(self, user_id):
         """The signed-in user of a request (from the session), with the rank of their role
         read in the same query (``permissions.role_rank_annotation``): the pages and the API
-        decide what the request sees without a query of their own for it."""
-        from claimsdb.services.permissions import role_rank_annotation
-
+        decide what the request sees without a query of their own for it. Every signed-in
+        request asks, so the query is put together once per thread and database
+        (``_user_query``), not once per request."""
         model = get_user_model()
         try:
-            user = model._default_manager.annotate(**role_rank_annotation()).get(pk=user_id)
-        except model.DoesNotExist:
+            pk = model._meta.pk.to_python(user_id)
+        except ValidationError:
             return None
+        alias = router.db_for_read(model)
+        compiler, sql, params = _user_query(alias)
+        with connections[alias].cursor() as cursor:
+            cursor.execute(sql, [*params, pk])
+            found = cursor.fetchall()
+        if not found:
+            return None
+        (row,) = compiler.results_iter(results=[found], tuple_expected=True)
+        start, end = (
+            compiler.klass_info["select_fields"][0],
+            compiler.klass_info["select_fields"][-1],
+        )
+        names = [column[0].target.attname for column in compiler.select[start : end + 1]]
+        user = model.from_db(alias, names, row[start : end + 1])
+        for name, at in compiler.annotation_col_map.items():
+            setattr(user, name, row[at])
         return user if self.user_can_authenticate(user) else None
+
+
+_users = threading.local()
+_NO_USER = 0  # stands for the user's key while the query is put together
+
+
+def _user_query(alias: str) -> tuple[Any, str, list[Any]]:
+    """The compiler, SQL and parameters (but the key's, which comes last) of
+    ``User.objects.annotate(**role_rank_annotation()).filter(pk=…)``, as ``get`` would run
+    it, put together once per thread and database."""
+    from claimsdb.services.permissions import role_rank_annotation
+
+    queries = _users.__dict__.setdefault("queries", {})
+    if alias not in queries:
+        model = get_user_model()
+        queryset = model._default_manager.using(alias).annotate(**role_rank_annotation())
+        compiler = queryset.filter(pk=_NO_USER).query.get_compiler(alias)
+        sql, params = compiler.as_sql()
+        if not params or params[-1] != _NO_USER:  # pragma: no cover - Django's order
+            raise AssertionError("the user's key is not the query's last parameter")
+        queries[alias] = (compiler, sql, list(params[:-1]))
+    return queries[alias]
 
 
 @receiver(user_login_failed)
