@@ -1,14 +1,13 @@
-"""What the case list's rows and the search hits cost to render: templates vs hand-written.
+"""What the case list's rows and the search hits cost to render: Jinja2 vs Django's templates.
 
     .venv/bin/python bench/list_render.py                   # SQLite, in memory
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/claimsdb .venv/bin/python bench/list_render.py
     .venv/bin/python bench/list_render.py --repeats 50      # a quick run
 
-The rows and hits render through ``cases/_list_rows.html`` and ``search/_hits.html``. Before
-they did, the view built their markup in Python, escaping by hand and resolving the detail
-route once for every row; that builder is kept here (``hand_case_rows``,
-``hand_search_hits``) as the floor the templates are measured against, and the run checks
-that both give the same bytes.
+The rows and hits render through Jinja2 templates (``templates/rows/``, claimsdb/web/rows.py).
+Before, they rendered through Django's; those templates are kept here (``DJANGO_ROWS``,
+``DJANGO_HITS``) as the baseline Jinja2 is measured against, and the run checks that both
+give the same bytes.
 
 In a throwaway test database (Django's, dropped at the end) it loads ``--cases`` synthetic
 cases (``claimsdb.synthetic_kb``) through the services, reads one page of the case list
@@ -16,27 +15,21 @@ cases (``claimsdb.synthetic_kb``) through the services, reads one page of the ca
 then times each path ``--repeats`` times, interleaved, from the rows as the view has them
 to their HTML; and, for scale, the whole request for ``GET /cases/`` and a search. It
 prints the fastest of the runs (the least disturbed by other work on the machine) and the
-ratio template / hand-written.
+ratio Django / Jinja2.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import html
 import json
 import logging
 import os
-import re
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import quote
-
-from django.urls import get_script_prefix, get_urlconf, reverse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -46,94 +39,31 @@ SEARCH_PAGE = 20  # hits on a page of search results (claimsdb.search.PER_PAGE)
 WORD = "vLLM"  # in case titles, claim statements and source titles of the synthetic cases
 
 
-# --- the hand-written path: the view's builder before the templates took over ---------------
+# --- the Django templates the rows and hits rendered through before Jinja2 took them over ---
 
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9._~-]+")  # keys reverse() puts in a URL as they are
-_KEY_MARKER = "0claimsdb0key0"
+DJANGO_ROWS = """<ul class="case-list">
+{% for row in rows %}
+  <li>
+    <p class="kicker"><span class="key">{{ row.key }}</span> <span class="badge status-{{ row.status }}">{{ row.status_label }}</span>{% for t, query in row.tag_links %} <a class="tag" href="?tag={{ query }}">{{ t }}</a>{% endfor %}</p>
+    <h2><a href="{{ row.url }}"><bdi>{{ row.title }}</bdi></a></h2>
+    {% if row.summary %}<p><bdi>{{ row.summary_shown }}</bdi></p>{% endif %}
+    <p class="meta">{{ row.meta }}</p>
+  </li>
+{% empty %}
+  <li class="muted">No case matches these filters.</li>
+{% endfor %}
+</ul>
+"""  # noqa: E501
 
-
-def _detail_url(name: str, key: str) -> str:
-    if not _PLAIN_KEY.fullmatch(key):
-        return reverse(name, args=[key])
-    before, after = _route_around(name, get_script_prefix(), get_urlconf())
-    return f"{before}{key}{after}"
-
-
-@functools.lru_cache(maxsize=64)
-def _route_around(name: str, prefix: str, urlconf: str | None) -> tuple[str, str]:
-    before, after = reverse(name, args=[_KEY_MARKER]).split(_KEY_MARKER)
-    return before, after
-
-
-def _text(value: object) -> str:
-    if hasattr(value, "__html__"):
-        return value.__html__()
-    return html.escape(str(value))
-
-
-def _hand_case_row(row: dict) -> str:
-    tags = "".join(
-        f' <a class="tag" href="?tag={_text(quote(tag))}">{_text(tag)}</a>' for tag in row["tags"]
-    )
-    summary = f"<p>{_text(row['summary_shown'])}</p>" if row["summary"] else ""
-    url = _text(_detail_url("case-detail", row["key"]))
-    return (
-        f'    <p class="kicker"><span class="key">{_text(row["key"])}</span> '
-        f'<span class="badge status-{_text(row["status"])}">{_text(row["status_label"])}'
-        f"</span>{tags}</p>\n"
-        f'    <h2><a href="{url}">{_text(row["title"])}</a></h2>\n'
-        f"    {summary}\n"
-        f'    <p class="meta">{_text(row["meta"])}</p>'
-    )
-
-
-def hand_case_rows(rows: list[dict]) -> str:
-    """``cases/_list_rows.html``, built by hand."""
-    if not rows:
-        return (
-            '<ul class="case-list">\n\n  <li class="muted">No case matches these filters.</li>'
-            "\n\n</ul>\n"
-        )
-    items = "".join(f"\n  <li>\n{_hand_case_row(row)}\n  </li>\n" for row in rows)
-    return f'<ul class="case-list">\n{items}\n</ul>\n'
-
-
-def _hand_search_hit(row: dict) -> str:
-    hit, e = row["hit"], _text
-    status = f' <span class="badge">{e(row["status_label"])}</span>'
-    if hit.kind == "case":
-        url = e(_detail_url("case-detail", hit.key))
-        badge = status if hit.status != "ready" else ""
-        markup = (
-            f'<li class="hit-case"><span class="kind">case</span> <a href="{url}">'
-            f'<span class="key">{e(hit.key)}</span> {e(hit.title)}</a>{badge}'
-            f'<p class="muted">{e(hit.text)}</p></li>'
-        )
-    elif hit.kind == "claim":
-        url = e(_detail_url("case-detail", hit.case_key))
-        markup = (
-            f'<li class="hit-claim"><span class="kind">claim</span> <a href="{url}#{e(hit.key)}">'
-            f'<span class="key">{e(hit.key)}</span></a> <span class="badge claim-{e(hit.status)}">'
-            f'{e(row["status_label"])}</span> {e(hit.text)} <span class="muted">in '
-            f"{e(hit.case_key)}</span></li>"
-        )
-    else:
-        url = e(_detail_url("source-detail", hit.key))
-        badge = status if hit.status != "active" else ""
-        markup = (
-            f'<li class="hit-source"><span class="kind">source</span> <a href="{url}">'
-            f'{e(hit.title)}</a> <span class="kind">{e(row["kind_label"])}</span> '
-            f'<span class="muted">{e(hit.key)}</span>{badge}</li>'
-        )
-    if hit.kind != "source":
-        markup += "\n    "
-    return markup
-
-
-def hand_search_hits(rows: list[dict], start: int) -> str:
-    """``search/_hits.html``, built by hand."""
-    items = "".join(f"\n    {_hand_search_hit(row)}\n    " for row in rows)
-    return f'<ol class="hits" start="{start}">\n    {items}\n  </ol>\n'
+DJANGO_HITS = """<ol class="hits" start="{{ page.start_index }}">
+    {% for row in hits %}{% with hit=row.hit %}
+    {% if hit.kind == "case" %}<li class="hit-case"><span class="kind">case</span> <a href="{{ row.url }}"><span class="key">{{ hit.key }}</span> <bdi>{{ hit.title }}</bdi></a>{% if hit.status != "ready" %} <span class="badge">{{ row.status_label }}</span>{% endif %}{% if hit.matched %} <span class="matched">found in its {{ hit.matched }}</span>{% endif %}<p class="muted"><bdi>{{ hit.text }}</bdi></p></li>
+    {% elif hit.kind == "claim" %}<li class="hit-claim"><span class="kind">claim</span> <a href="{{ row.url }}#{{ hit.key }}"><span class="key">{{ hit.key }}</span></a> <span class="badge claim-{{ hit.status }}">{{ row.status_label }}</span> <bdi>{{ hit.text }}</bdi> <span class="muted">in {{ hit.case_key }}</span>{% if hit.matched %} <span class="matched">found in its {{ hit.matched }}</span>{% endif %}</li>
+    {% elif hit.kind == "component" %}<li class="hit-component"><span class="kind">component</span> <a href="{{ row.url }}"><bdi>{{ hit.title }}</bdi></a> <span class="muted">{{ hit.key }}</span>{% if hit.status != "active" %} <span class="badge">{{ row.status_label }}</span>{% endif %}{% if hit.matched %} <span class="matched">found in its {{ hit.matched }}</span>{% endif %}</li>
+    {% else %}<li class="hit-source"><span class="kind">source</span> <a href="{{ row.url }}"><bdi>{{ hit.title }}</bdi></a> <span class="kind">{{ row.kind_label }}</span> <span class="muted">{{ hit.key }}</span>{% if hit.status != "active" %} <span class="badge">{{ row.status_label }}</span>{% endif %}{% if hit.matched %} <span class="matched">found in its {{ hit.matched }}</span>{% endif %}</li>{% endif %}
+    {% endwith %}{% endfor %}
+  </ol>
+"""  # noqa: E501
 
 
 # --- the run ------------------------------------------------------------------------------
@@ -177,15 +107,15 @@ def timed(paths: dict[str, Callable[[], object]], repeats: int) -> dict[str, flo
 
 class Row(NamedTuple):
     what: str
-    template: float  # seconds: the rows' markup by the template
-    hand: float  # … by the hand-written builder
-    request: float  # the whole request of the page (template path)
+    django: float  # seconds: the rows' markup by Django's template
+    jinja: float  # … by the Jinja2 template the page uses
+    request: float  # the whole request of the page (Jinja2's rows)
 
     def line(self) -> str:
-        saved = (self.template - self.hand) / self.request
+        saved = (self.django - self.jinja) / (self.request + self.django - self.jinja)
         return (
-            f"{self.what:20}{ms(self.template):>10}{ms(self.hand):>14}"
-            f"{self.template / self.hand:>7.1f}{ms(self.request):>10}{saved:>9.0%}"
+            f"{self.what:20}{ms(self.django):>10}{ms(self.jinja):>10}"
+            f"{self.django / self.jinja:>7.1f}{ms(self.request):>10}{saved:>9.0%}"
         )
 
 
@@ -195,13 +125,14 @@ def ms(seconds: float) -> str:
 
 def measure(o: argparse.Namespace) -> list[Row]:
     from django.core.paginator import Paginator
-    from django.template.loader import render_to_string
+    from django.template import engines
     from django.test import Client
 
     from claimsdb import search
     from claimsdb.selectors.cases import case_list_filtered, case_list_rows
     from claimsdb.selectors.methods import method_list
     from claimsdb.selectors.pages import page_keys
+    from claimsdb.web.rows import render_rows
     from claimsdb.web.views.lists import _working_case_rows, search_row
 
     user = load(o.cases)
@@ -218,20 +149,23 @@ def measure(o: argparse.Namespace) -> list[Row]:
     case_rows = _working_case_rows(cases, labels)
     hit_rows = [search_row(hit) for hit in hits]
 
-    def rows_by_template() -> str:
-        return render_to_string("cases/_list_rows.html", {"rows": case_rows})
+    django_rows = engines["django"].from_string(DJANGO_ROWS)
+    django_hits = engines["django"].from_string(DJANGO_HITS)
 
-    def rows_by_hand() -> str:
-        return hand_case_rows(case_rows)
+    def rows_by_django() -> str:
+        return django_rows.render({"rows": case_rows})
 
-    def hits_by_template() -> str:
-        return render_to_string("search/_hits.html", {"hits": hit_rows, "page": page})
+    def rows_by_jinja() -> str:
+        return render_rows("cases/_list_rows.html", {"rows": case_rows})
 
-    def hits_by_hand() -> str:
-        return hand_search_hits(hit_rows, page.start_index())
+    def hits_by_django() -> str:
+        return django_hits.render({"hits": hit_rows, "page": page})
 
-    if rows_by_template() != rows_by_hand() or hits_by_template() != hits_by_hand():
-        raise SystemExit("the templates and the hand-written builder disagree")
+    def hits_by_jinja() -> str:
+        return render_rows("search/_hits.html", {"hits": hit_rows, "page": page})
+
+    if rows_by_django() != rows_by_jinja() or hits_by_django() != hits_by_jinja():
+        raise SystemExit("the Django and the Jinja2 templates disagree")
     client = Client()
     client.force_login(user)
 
@@ -243,12 +177,12 @@ def measure(o: argparse.Namespace) -> list[Row]:
 
         return fetch
 
-    rows = timed({"template": rows_by_template, "hand": rows_by_hand}, o.repeats)
-    found = timed({"template": hits_by_template, "hand": hits_by_hand}, o.repeats)
+    rows = timed({"django": rows_by_django, "jinja": rows_by_jinja}, o.repeats)
+    found = timed({"django": hits_by_django, "jinja": hits_by_jinja}, o.repeats)
     pages = timed({"list": get("/cases/"), "search": get("/", q=WORD)}, o.repeats)
     return [
-        Row(f"case list, {PAGE_SIZE} rows", rows["template"], rows["hand"], pages["list"]),
-        Row(f"search, {SEARCH_PAGE} hits", found["template"], found["hand"], pages["search"]),
+        Row(f"case list, {PAGE_SIZE} rows", rows["django"], rows["jinja"], pages["list"]),
+        Row(f"search, {SEARCH_PAGE} hits", found["django"], found["jinja"], pages["search"]),
     ]
 
 
@@ -268,11 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         teardown_databases(databases, verbosity=0)
     print(f"markup of one page, fastest of {o.repeats} ({vendor}, {o.cases} cases)")
-    print(f"{'':20}{'template':>10}{'hand-written':>14}{'ratio':>7}{'request':>10}{'saved':>9}")
+    print(f"{'':20}{'Django':>10}{'Jinja2':>10}{'ratio':>7}{'request':>10}{'saved':>9}")
     for row in measured:
         print(row.line())
-    print("ratio: template / hand-written; request: the whole GET of the page (templates);")
-    print("saved: the share of the request the hand-written builder would take off")
+    print("ratio: Django / Jinja2; request: the whole GET of the page (Jinja2's rows);")
+    print("saved: the share of the request with Django's rows that Jinja2's take off")
     return 0
 
 

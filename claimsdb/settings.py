@@ -210,6 +210,14 @@ TEMPLATES = [
             ],
         },
     },
+    {
+        # the rows of the longest lists (claimsdb/web/rows.py)
+        "NAME": "rows",
+        "BACKEND": "django.template.backends.jinja2.Jinja2",
+        "DIRS": [BASE_DIR / "templates" / "rows"],
+        "APP_DIRS": False,
+        "OPTIONS": {"environment": "claimsdb.web.rows.environment"},
+    },
 ]
 
 DATABASES = {

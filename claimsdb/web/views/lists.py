@@ -30,15 +30,14 @@ from claimsdb.selectors.revisions import recent_revisions
 from ..access import reads_released, request_has_role
 from ..pagination import ListPage, paginate, paginate_together
 from ..presenters import LABELS, detail_url, label, method_from_document, parse_date
+from ..rows import render_rows
 
 RECENT_RELEASES = 5
 
-# The case list's rows and the search hits render through templates (cases/_list_rows.html,
-# search/_hits.html). Markup built here by hand would be about 4.5× faster: 0.6 ms instead
-# of 2.6 ms for fifty rows, 0.14 ms instead of 0.7 ms for twenty hits (bench/list_render.py,
-# fastest of 300, SQLite and PostgreSQL alike): 6 to 18% of those requests on a small
-# knowledge base, 4% and 1% at 100,000 cases (bench/README.md). Not worth escaping and
-# resolving URLs by hand.
+# The case list's rows and the search hits render through Jinja2 templates
+# (templates/rows/: claimsdb/web/rows.py), which escape every value as Django's do; the
+# rest of both pages through Django's. Markup built here by hand would be faster still, but
+# not worth escaping by hand (bench/list_render.py, bench/README.md).
 
 
 def index(request: HttpRequest) -> HttpResponse:
@@ -55,7 +54,10 @@ def index(request: HttpRequest) -> HttpResponse:
             page=request.GET.get("page", 1),
         )
         context["results"] = results
-        context["hits"] = [search_row(hit) for hit in results.page]
+        context["hits_markup"] = render_rows(
+            "search/_hits.html",
+            {"hits": [search_row(hit) for hit in results.page], "page": results.page},
+        )
         context["kind_tabs"] = [
             {"kind": "", "label": "everything", "count": results.total},
             *(
@@ -318,7 +320,7 @@ def case_list(request: HttpRequest) -> HttpResponse:
         request,
         "cases/list.html",
         {
-            "rows": rows,
+            "rows_markup": render_rows("cases/_list_rows.html", {"rows": rows}),
             "pages": pages,
             "statuses": [] if released else choices.CaseStatus.choices,
             "status": status,
