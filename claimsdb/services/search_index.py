@@ -20,8 +20,9 @@ from claimsdb.models import SearchKind as Kind
 from claimsdb.models import SearchScope as Scope
 from claimsdb.models.search import MORE_SEPARATOR
 
+from .rows import insert_tuples
+
 WITHDRAWN = "withdrawn"
-_BATCH = 1000
 _CHUNK = 500  # records per IN (...) list, well under every database's parameter limit
 
 
@@ -48,46 +49,68 @@ def source_more(document: dict[str, Any]) -> str:
     return MORE_SEPARATOR.join([document.get("publisher", ""), key_words(document["key"])])
 
 
+# The columns of an entry as the functions below give it: a tuple in this order (a load
+# indexes tens of thousands of entries, and a model instance per entry cost more than
+# writing it: ``services.rows``).
+ENTRY_FIELDS = (
+    "scope",
+    "kind",
+    "key",
+    "case_key",
+    "status",
+    "source_kind",
+    "title",
+    "text",
+    "more",
+    "revision",
+)
+Entry = tuple[str, str, str, str, str, str, str, str, str, int | None]
+
+
 def case_entries(
     document: dict[str, Any], *, scope: str, revision: int | None = None
-) -> Iterator[SearchEntry]:
+) -> Iterator[Entry]:
     """The entries of a case document: the case, then its claims."""
     key = document["key"]
-    yield SearchEntry(
-        scope=scope,
-        kind=Kind.CASE,
-        key=key,
-        case_key=key,
-        status=document["status"],
-        title=document["title"],
-        text=document["summary"],
-        more=case_more(document),
-        revision=revision,
+    yield (
+        scope,
+        Kind.CASE,
+        key,
+        key,
+        document["status"],
+        "",
+        document["title"],
+        document["summary"],
+        case_more(document),
+        revision,
     )
     for claim in document["claims"]:
-        yield SearchEntry(
-            scope=scope,
-            kind=Kind.CLAIM,
-            key=claim["id"],
-            case_key=key,
-            status=claim["status"],
-            text=claim["statement"],
-            revision=revision,
+        yield (
+            scope,
+            Kind.CLAIM,
+            claim["id"],
+            key,
+            claim["status"],
+            "",
+            "",
+            claim["statement"],
+            "",
+            revision,
         )
 
 
-def source_entry(
-    document: dict[str, Any], *, scope: str, revision: int | None = None
-) -> SearchEntry:
-    return SearchEntry(
-        scope=scope,
-        kind=Kind.SOURCE,
-        key=document["key"],
-        status=document["status"],
-        source_kind=document["kind"],
-        title=document["title"],
-        more=source_more(document),
-        revision=revision,
+def source_entry(document: dict[str, Any], *, scope: str, revision: int | None = None) -> Entry:
+    return (
+        scope,
+        Kind.SOURCE,
+        document["key"],
+        "",
+        document["status"],
+        document["kind"],
+        document["title"],
+        "",
+        source_more(document),
+        revision,
     )
 
 
@@ -104,18 +127,18 @@ def component_more(document: dict[str, Any]) -> str:
     )
 
 
-def component_entry(
-    document: dict[str, Any], *, scope: str, revision: int | None = None
-) -> SearchEntry:
-    return SearchEntry(
-        scope=scope,
-        kind=Kind.COMPONENT,
-        key=document["key"],
-        status=document["status"],
-        source_kind=document["kind"],  # the component's kind, shown beside a hit
-        title=document["name"],
-        more=component_more(document),
-        revision=revision,
+def component_entry(document: dict[str, Any], *, scope: str, revision: int | None = None) -> Entry:
+    return (
+        scope,
+        Kind.COMPONENT,
+        document["key"],
+        "",
+        document["status"],
+        document["kind"],  # the component's kind, shown beside a hit
+        document["name"],
+        "",
+        component_more(document),
+        revision,
     )
 
 
@@ -132,8 +155,10 @@ def index_cases(documents: list[dict[str, Any]]) -> None:
         SearchEntry.objects.filter(
             scope=Scope.WORKING, case_key__in=[d["key"] for d in chunk]
         ).delete()
-        SearchEntry.objects.bulk_create(
-            [e for d in chunk for e in case_entries(d, scope=Scope.WORKING)], batch_size=_BATCH
+        insert_tuples(
+            SearchEntry,
+            ENTRY_FIELDS,
+            [e for d in chunk for e in case_entries(d, scope=Scope.WORKING)],
         )
 
 
@@ -144,8 +169,8 @@ def index_sources(documents: list[dict[str, Any]]) -> None:
         SearchEntry.objects.filter(
             scope=Scope.WORKING, kind=Kind.SOURCE, key__in=[d["key"] for d in chunk]
         ).delete()
-        SearchEntry.objects.bulk_create(
-            [source_entry(d, scope=Scope.WORKING) for d in chunk], batch_size=_BATCH
+        insert_tuples(
+            SearchEntry, ENTRY_FIELDS, [source_entry(d, scope=Scope.WORKING) for d in chunk]
         )
 
 
@@ -156,8 +181,8 @@ def index_components(documents: list[dict[str, Any]]) -> None:
         SearchEntry.objects.filter(
             scope=Scope.WORKING, kind=Kind.COMPONENT, key__in=[d["key"] for d in chunk]
         ).delete()
-        SearchEntry.objects.bulk_create(
-            [component_entry(d, scope=Scope.WORKING) for d in chunk], batch_size=_BATCH
+        insert_tuples(
+            SearchEntry, ENTRY_FIELDS, [component_entry(d, scope=Scope.WORKING) for d in chunk]
         )
 
 
@@ -187,7 +212,7 @@ def index_release_entries(entries: Iterable[ReleaseEntry]) -> None:
 def _index_released(entries: list[ReleaseEntry]) -> None:
     """A few queries: the snapshots, the old entries out (per kind), the new ones in."""
     revisions = Revision.objects.filter(id__in=[entry.revision_id for entry in entries])
-    rows: list[SearchEntry] = []
+    rows: list[Entry] = []
     cases: list[str] = []
     others: dict[str, list[str]] = {Kind.SOURCE: [], Kind.COMPONENT: []}
     for kind, key, number, snapshot in revisions.values_list(
@@ -208,4 +233,4 @@ def _index_released(entries: list[ReleaseEntry]) -> None:
     for kind, keys in others.items():
         if keys:
             SearchEntry.objects.filter(scope=Scope.RELEASED, kind=kind, key__in=keys).delete()
-    SearchEntry.objects.bulk_create(rows, batch_size=_BATCH)
+    insert_tuples(SearchEntry, ENTRY_FIELDS, rows)
