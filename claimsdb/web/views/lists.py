@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -119,7 +121,7 @@ def case_row(key: str, document_fields: dict, assessment: dict | None, labels: d
         meta.extend(f"{name}: {value}" for name, value in profile)
         impact = assessment["impact"]
         meta.append(f"impact {'ungraded' if impact is None else impact}")
-        meta.append(f"assessed {date_format(assessment['assessed_on'], 'M j, Y')}")
+        meta.append(f"assessed {_short_date(assessment['assessed_on'])}")
     claims = document_fields["claim_count"]
     meta.append(f"{claims} claim{pluralize(claims)}")
     if document_fields["revision"]:
@@ -137,6 +139,13 @@ def case_row(key: str, document_fields: dict, assessment: dict | None, labels: d
         "assessed_on": None if assessment is None else assessment["assessed_on"],
         "meta": " · ".join(meta),
     }
+
+
+@functools.lru_cache(maxsize=1024)
+def _short_date(day: dt.date) -> str:
+    """``date_format(day, "M j, Y")``: a page of fifty rows holds few distinct dates, and
+    Django's formatting of one costs more than looking it up."""
+    return date_format(day, "M j, Y")
 
 
 SUMMARY_CHARS = 260  # of a case's summary in the list
