@@ -832,3 +832,37 @@ def test_the_scope_baseline_is_loaded_only_for_cases_that_exist(reviewer, monkey
         summary="Joined",
     )  # fmt: skip
     assert loaded == [{A, B}, {A, B, C}]
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_the_scope_and_context_queries_of_an_update_are_put_together_once(reviewer, monkeypatch):
+    """On PostgreSQL the scope pass (``rules.scoped``) and the field rules' look-ups
+    (``rules.context``) put their queries together once per process: a second update
+    compiles none of them but the methods' (a query of models)."""
+    import traceback
+
+    from django.db.models.sql.compiler import SQLCompiler
+
+    populate(reviewer, 2)
+    bundle_load(user=reviewer, bundle=make_bundle(cases=[new_case("CP99-001")]), summary="Mine")
+
+    def rename(title: str) -> None:
+        document = record_document("case", "CP99-001")
+        document["title"] = title
+        case_update(user=reviewer, key="CP99-001", document=document, summary=title)
+
+    rename("First")
+    compiled: list[str] = []
+    original = SQLCompiler.as_sql
+
+    def as_sql(self, *args, **kwargs):
+        for frame in traceback.extract_stack():
+            if frame.filename.endswith(("rules/scoped.py", "rules/context.py")):
+                compiled.append(f"{frame.filename.rsplit('/', 1)[-1]}:{frame.name}")
+                break
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SQLCompiler, "as_sql", as_sql)
+    rename("Second")
+    assert record_document("case", "CP99-001")["title"] == "Second"
+    assert compiled == ["context.py:case_contexts"], compiled  # the methods

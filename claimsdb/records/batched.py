@@ -335,17 +335,16 @@ class RawRows(NamedTuple):
     params: Sequence[Any]
 
 
-def fetch_together(querysets: Mapping[str, QuerySet | RawRows]) -> dict[str, list[Any]]:
+def fetch_together(querysets: Mapping[str, Together]) -> dict[str, list[Any]]:
     """The results of several independent querysets, by name, as ``list(queryset)`` gives
-    them (``values_list`` tuples or flat values, or model instances of a plain query), and
-    of queries written in SQL (``RawRows``: tuples).
+    them (``values_list`` tuples or flat values, or model instances of a plain query), of
+    queries written in SQL (``RawRows``: tuples) and of queries put together once
+    (``compiled_query``: tuples, through the compiler's converters).
 
     On PostgreSQL they are sent together in one pipeline, as ``_all_values`` sends a case
     document's queries: the process waits for the database once, not once per query. The
     querysets must not depend on one another's results (each is put together first)."""
-    aliases = {
-        query.alias if isinstance(query, RawRows) else query.db for query in querysets.values()
-    }
+    aliases = {alias_of(query) for query in querysets.values()}
     connection = connections[next(iter(aliases))] if len(aliases) == 1 else None
     if connection is None or connection.vendor != "postgresql" or len(querysets) < 2:
         return {name: _listed(connections[alias_of(q)], q) for name, q in querysets.items()}
@@ -353,6 +352,9 @@ def fetch_together(querysets: Mapping[str, QuerySet | RawRows]) -> dict[str, lis
     for name, queryset in querysets.items():
         if isinstance(queryset, RawRows):
             compiled[name] = (queryset, None, queryset.sql, queryset.params)
+            continue
+        if isinstance(queryset, CompiledQuery):
+            compiled[name] = (queryset, queryset.compiler, queryset.sql, queryset.params)
             continue
         compiler = queryset.query.get_compiler(connection.alias)
         try:
@@ -379,21 +381,28 @@ def fetch_together(querysets: Mapping[str, QuerySet | RawRows]) -> dict[str, lis
     }
 
 
-def alias_of(query: QuerySet | RawRows) -> str:
-    return query.alias if isinstance(query, RawRows) else query.db
+def alias_of(query: Together) -> str:
+    return query.db if isinstance(query, QuerySet) else query.alias
 
 
-def _listed(connection: Any, query: QuerySet | RawRows) -> list[Any]:
-    if not isinstance(query, RawRows):
+def _listed(connection: Any, query: Together) -> list[Any]:
+    if isinstance(query, QuerySet):
         return list(query)
+    if not query.sql:  # a compiled query that can match nothing
+        return []
     with connection.cursor() as cursor:
         cursor.execute(query.sql, query.params)
-        return [tuple(row) for row in cursor.fetchall()]
+        found = cursor.fetchall()
+    if isinstance(query, CompiledQuery):
+        return list(query.rows(found))
+    return [tuple(row) for row in found]
 
 
-def _as_listed(queryset: QuerySet | RawRows, compiler: Any, found: list[tuple]) -> list[Any]:
+def _as_listed(queryset: Together, compiler: Any, found: list[tuple]) -> list[Any]:
     if isinstance(queryset, RawRows):
         return [tuple(row) for row in found]
+    if isinstance(queryset, CompiledQuery):
+        return list(queryset.rows(found))
     rows = list(_converted(compiler, found))
     iterable = queryset._iterable_class
     if iterable is FlatValuesListIterable:
@@ -439,6 +448,10 @@ class CompiledQuery(NamedTuple):
         return _converted(self.compiler, found)
 
 
+# What ``fetch_together`` runs: querysets, queries written in SQL, queries put together once.
+Together = QuerySet | RawRows | CompiledQuery
+
+
 def compiled_query(
     name: str,
     model: type,
@@ -461,7 +474,10 @@ def compiled_query(
     if connection.vendor != "postgresql":
         queryset = build(**params).using(alias)
         compiler = queryset.query.get_compiler(alias)
-        sql, compiled = compiler.as_sql()
+        try:
+            sql, compiled = compiler.as_sql()
+        except EmptyResultSet:  # ``__in`` an empty list: no row, no query (as the ORM does)
+            sql, compiled = "", ()
         positions: dict[str, list[int]] = {}
     else:
         cache = _compiled.__dict__.setdefault("queries", {})
@@ -488,6 +504,8 @@ def compiled_query(
             values[index] = params[key]
     query = compiler.query
     names = [*query.extra_select, *query.values_select, *query.annotation_select]
+    if not sql:
+        return CompiledQuery(alias, compiler, "", [], names)
     return CompiledQuery(alias, compiler, sql + suffix, [*values, *suffix_params], names)
 
 
@@ -519,6 +537,25 @@ def _among(ids: list[int]) -> Any:
     if connection.vendor != "postgresql" or not ids:
         return ids
     return RawSQL("SELECT unnest(%s::bigint[])", [ids])
+
+
+def compiled_among(
+    name: str, model: type, build: Callable[[Any], QuerySet], keys: Iterable[str]
+) -> CompiledQuery:
+    """``build(keys)``, a ``values_list`` query of ``model`` that compares text keys with
+    ``keys`` (through ``keys_among``), put together once per thread and database under
+    ``name`` (``compiled_query``), to run with others (``fetch_together``)."""
+    return compiled_query(name, model, lambda keys: build(keys), {"keys": sorted(keys)})
+
+
+def keys_among(keys: Any) -> Any:
+    """What ``…__in`` compares text keys with in a query put together once
+    (``compiled_query``): on PostgreSQL one array parameter, so that the query is the same
+    whatever the number of keys (``keys`` is then the query's ``Marker``); elsewhere the
+    keys themselves, in a query put together each time."""
+    if connection.vendor != "postgresql":
+        return list(keys)
+    return RawSQL("SELECT unnest(%s::text[])", [keys])
 
 
 def _chain(*groups: Iterable[tuple]) -> Iterable[tuple]:

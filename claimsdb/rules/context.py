@@ -19,7 +19,7 @@ from claimsdb.models import (
     ScopeRule,
     Source,
 )
-from claimsdb.records.batched import fetch_together
+from claimsdb.records.batched import CompiledQuery, compiled_among, fetch_together, keys_among
 
 
 @dataclass
@@ -122,27 +122,53 @@ def case_contexts(requests: list[CaseContextRequest]) -> list[DocumentContext]:
     refs = [_CaseRefs.of(r.document) for r in requests]
     every = _CaseRefs(*(set().union(*(getattr(r, name) for r in refs)) for name in _REF_FIELDS))
     case_keys = {r.document["key"] for r in requests if r.current_runs is not None}
+    # each put together once per process (``compiled_among``) but the methods (models)
     found = fetch_together(
         {
-            "sources": Source.objects.filter(key__in=every.sources).values_list("key", flat=True),
-            "methods": AssessmentMethod.objects.filter(key__in=every.methods),
-            "cases": Case.objects.filter(key__in=every.cases).values_list("key", flat=True),
-            "reserved": ClaimIdReservation.objects.filter(claim_id__in=every.claim_ids).values_list(
-                "claim_id", "case_key"
+            "sources": compiled_among(
+                "context.sources",
+                Source,
+                lambda keys: Source.objects.filter(key__in=keys_among(keys)).values_list("key"),
+                every.sources,
             ),
-            "live": Claim.objects.filter(
-                claim_id__in=every.claim_ids | every.figure_claims
-            ).values_list("claim_id", "case__key"),
-            "figures": Figure.objects.filter(figure_id__in=every.figure_refs).values_list(
-                "figure_id", "case__key"
+            "methods": AssessmentMethod.objects.filter(key__in=every.methods),
+            "cases": compiled_among(
+                "context.cases",
+                Case,
+                lambda keys: Case.objects.filter(key__in=keys_among(keys)).values_list("key"),
+                every.cases,
+            ),
+            "reserved": compiled_among(
+                "context.reserved",
+                ClaimIdReservation,
+                lambda ids: ClaimIdReservation.objects.filter(
+                    claim_id__in=keys_among(ids)
+                ).values_list("claim_id", "case_key"),
+                every.claim_ids,
+            ),
+            "live": compiled_among(
+                "context.live",
+                Claim,
+                lambda ids: Claim.objects.filter(claim_id__in=keys_among(ids)).values_list(
+                    "claim_id", "case__key"
+                ),
+                every.claim_ids | every.figure_claims,
+            ),
+            "figures": compiled_among(
+                "context.figures",
+                Figure,
+                lambda ids: Figure.objects.filter(figure_id__in=keys_among(ids)).values_list(
+                    "figure_id", "case__key"
+                ),
+                every.figure_refs,
             ),
             **_figures_in_use_queries(case_keys),
         }
     )
     components = component_facts(every.components)
-    sources = set(found["sources"])
+    sources = {key for (key,) in found["sources"]}
     methods = {m.key: m for m in found["methods"]}
-    cases = set(found["cases"])
+    cases = {key for (key,) in found["cases"]}
     reserved = dict(found["reserved"])
     live = dict(found["live"])
     figures = dict(found["figures"])
@@ -184,23 +210,45 @@ _REF_FIELDS = (
 )
 
 
-def _figures_in_use_queries(case_keys: set[str]) -> dict[str, QuerySet[Any]]:
+def _figures_in_use_queries(case_keys: set[str]) -> dict[str, CompiledQuery]:
     """The queries of ``_figures_in_use``: the attributions by other cases of the figures
     of ``case_keys``, those figures' owners, and the active rules naming them."""
     if not case_keys:
         return {}
-    owned = Figure.objects.filter(case__key__in=case_keys)
+
+    def owned(keys: Any) -> QuerySet[Any]:
+        return Figure.objects.filter(case__key__in=keys_among(keys))
+
     return {
         # figure_id is the figure's ID, not its primary key (see state.attribution_rows)
-        "in_use.attributions": Attribution.objects.filter(figure__case__key__in=case_keys)
-        .exclude(case__key=F("figure__case__key"))
-        .values_list("figure_id", "figure__case__key", "case__key"),
-        "in_use.owners": owned.values_list("figure_id", "case__key"),
-        "in_use.rules": ScopeRule.objects.filter(
-            status="active", figure__in=owned.values("figure_id")
-        )
-        .order_by("key")
-        .values_list("figure", "key"),
+        "in_use.attributions": compiled_among(
+            "context.in_use.attributions",
+            Attribution,
+            lambda keys: (
+                Attribution.objects.filter(figure__case__key__in=keys_among(keys))
+                .exclude(case__key=F("figure__case__key"))
+                .values_list("figure_id", "figure__case__key", "case__key")
+            ),
+            case_keys,
+        ),
+        "in_use.owners": compiled_among(
+            "context.in_use.owners",
+            Figure,
+            lambda keys: owned(keys).values_list("figure_id", "case__key"),
+            case_keys,
+        ),
+        "in_use.rules": compiled_among(
+            "context.in_use.rules",
+            ScopeRule,
+            lambda keys: (
+                ScopeRule.objects.filter(
+                    status="active", figure__in=owned(keys).values("figure_id")
+                )
+                .order_by("key")
+                .values_list("figure", "key")
+            ),
+            case_keys,
+        ),
     }
 
 

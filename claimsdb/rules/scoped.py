@@ -26,7 +26,13 @@ from django.db.models.expressions import RawSQL
 
 from claimsdb.choices import RelationKind
 from claimsdb.models import Assessment, Attribution, Claim, Figure, Relation, ScopeRule
-from claimsdb.records.batched import fetch_together
+from claimsdb.records.batched import (
+    CompiledQuery,
+    compiled_among,
+    compiled_query,
+    fetch_together,
+    keys_among,
+)
 
 from .state import (
     FIGURE_FACTS,
@@ -58,43 +64,67 @@ def affected_cases(
             figure_claims |= set(figure["claims"])
     for document in rules.values():
         seeds.add(document["case"])
-    # the records as they are, in two rounds of queries sent together (``fetch_together``)
-    first: dict[str, QuerySet[Any]] = {}
+    # the records as they are, in two rounds of queries sent together (``fetch_together``),
+    # each put together once per process (``compiled_query``)
+    first: dict[str, CompiledQuery] = {}
     if cases:
         # relations as they are (a removed relation changes the partner too)
         first["relations"] = relations_of(cases, "case__key", "other__key")
         # figures as they are: their facts may change or they may go
-        first["figures"] = Figure.objects.filter(case__key__in=cases).values_list(
-            "figure_id", "claims"
+        first["figures"] = compiled_among(
+            "scoped.case_figures",
+            Figure,
+            lambda keys: Figure.objects.filter(case__key__in=keys_among(keys)).values_list(
+                "figure_id", "claims"
+            ),
+            cases,
         )
     if rules:
         # a rule may be moved to another case: the case it named keeps changing too
-        first["rules"] = ScopeRule.objects.filter(key__in=rules).values_list("case", flat=True)
+        first["rules"] = compiled_among(
+            "scoped.rule_cases",
+            ScopeRule,
+            lambda keys: ScopeRule.objects.filter(key__in=keys_among(keys)).values_list("case"),
+            rules,
+        )
     found = fetch_together(first)
     for case, other in found.get("relations", []):
         seeds |= {case, other}
     for figure_id, claims in found.get("figures", []):
         figure_ids.add(figure_id)
         figure_claims |= set(claims)
-    seeds |= set(found.get("rules", []))
-    second: dict[str, QuerySet[Any]] = {}
+    seeds |= {case for (case,) in found.get("rules", [])}
+    second: dict[str, CompiledQuery] = {}
     if figure_ids:
         # whoever attributes these figures or is protected from them by a rule sees
         # their facts (owner, scope, value) in its violations
-        second["attributing"] = Attribution.objects.filter(figure_id__in=figure_ids).values_list(
-            "case__key", flat=True
+        second["attributing"] = compiled_among(
+            "scoped.attributing",
+            Attribution,
+            lambda ids: Attribution.objects.filter(figure_id__in=keys_among(ids)).values_list(
+                "case__key"
+            ),
+            figure_ids,
         )
-        second["protected"] = ScopeRule.objects.filter(
-            status="active", figure__in=figure_ids
-        ).values_list("case", flat=True)
+        second["protected"] = compiled_among(
+            "scoped.protected",
+            ScopeRule,
+            lambda ids: ScopeRule.objects.filter(
+                status="active", figure__in=keys_among(ids)
+            ).values_list("case"),
+            figure_ids,
+        )
     if figure_claims:
         # an assessment's basis claims are its case's own; a figure of another case may
         # support them, so the owners of the claims these figures support are affected
-        second["claim_owners"] = Claim.objects.filter(claim_id__in=figure_claims).values_list(
-            "case__key", flat=True
+        second["claim_owners"] = compiled_among(
+            "scoped.claim_owners",
+            Claim,
+            lambda ids: Claim.objects.filter(claim_id__in=keys_among(ids)).values_list("case__key"),
+            figure_claims,
         )
-    for keys in fetch_together(second).values():
-        seeds |= set(keys)
+    for rows in fetch_together(second).values():
+        seeds |= {key for (key,) in rows}
     return same_event_closure(seeds)
 
 
@@ -109,8 +139,8 @@ def same_event_closure(cases: Iterable[str]) -> set[str]:
     found = set(cases)
     frontier = set(found)
     while frontier:
-        rows = relations_of(frontier, "case__key", "other__key", kind=RelationKind.SAME_EVENT)
-        frontier = {key for pair in rows for key in pair}
+        query = relations_of(frontier, "case__key", "other__key", kind=RelationKind.SAME_EVENT)
+        frontier = {key for pair in fetch_together({"rows": query})["rows"] for key in pair}
         frontier -= found
         found |= frontier
     return found
@@ -130,17 +160,34 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
     found = fetch_together(
         {
             # in the full scan's order (the model's: case, other, kind)
-            "relations": relations_of(cases, "case__key", "other__key", "kind").order_by(
-                "case__key", "other__key", "kind"
+            "relations": relations_of(cases, "case__key", "other__key", "kind", ordered=True),
+            "attributions": compiled_among(
+                "scoped.attributions",
+                Attribution,
+                lambda keys: attribution_queryset(
+                    Attribution.objects.filter(case__key__in=keys_among(keys))
+                ),
+                cases,
             ),
-            "attributions": attribution_queryset(Attribution.objects.filter(case__key__in=cases)),
-            "assessments": Assessment.objects.filter(case__key__in=cases).values_list(
-                "case__key", "position", "impact", "basis_claims"
+            "assessments": compiled_among(
+                "scoped.assessments",
+                Assessment,
+                lambda keys: Assessment.objects.filter(case__key__in=keys_among(keys)).values_list(
+                    "case__key", "position", "impact", "basis_claims"
+                ),
+                cases,
             ),
             # rules naming a case of a component decide its bridges and its forbidden figures
-            "rules": ScopeRule.objects.filter(status="active", case__in=cases)
-            .order_by("key")
-            .values_list("key", "figure", "case", "reason"),
+            "rules": compiled_among(
+                "scoped.rules",
+                ScopeRule,
+                lambda keys: (
+                    ScopeRule.objects.filter(status="active", case__in=keys_among(keys))
+                    .order_by("key")
+                    .values_list("key", "figure", "case", "reason")
+                ),
+                cases,
+            ),
         }
     )
     state.relations = found["relations"]
@@ -157,21 +204,36 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
         *(claims for _, _, impact, claims in state.assessments if impact is not None)
     )
     # the figures named, and those supporting a basis claim: a union of two index lookups
-    # (one condition for either would read every figure), in the full scan's order
-    named = Figure.objects.filter(figure_id__in=wanted).order_by()
-    rows = named.values_list(*FIGURE_FACTS, "position")
-    # and, where an impact is graded, the cases' own figures: an impact refusal names the
-    # claims that would qualify (the cases are closed under same_event: their whole events)
-    if any(impact is not None for _, _, impact, _ in state.assessments):
-        own = Figure.objects.filter(case__key__in=cases).order_by()
-        rows = rows.union(own.values_list(*FIGURE_FACTS, "position"))
+    # (one condition for either would read every figure), in the full scan's order; and,
+    # where an impact is graded, the cases' own figures: an impact refusal names the claims
+    # that would qualify (the cases are closed under same_event: their whole events)
+    graded = any(impact is not None for _, _, impact, _ in state.assessments)
     ordered = sorted(basis)
-    for start in range(0, len(ordered), SUPPORTING_CHUNK):
-        supporting = Figure.objects.filter(
-            _supporting(set(ordered[start : start + SUPPORTING_CHUNK]))
-        ).order_by()
-        rows = rows.union(supporting.values_list(*FIGURE_FACTS, "position"))
-    for figure_id, case, value, unit, scope, claims, _ in rows.order_by("case__key", "position"):
+    chunks = [
+        ordered[start : start + SUPPORTING_CHUNK]
+        for start in range(0, len(ordered), SUPPORTING_CHUNK)
+    ]
+    params: dict[str, Any] = {"wanted": sorted(wanted)}
+    if graded:
+        params["cases"] = sorted(cases)
+    params.update({f"claims{n}": chunk for n, chunk in enumerate(chunks)})
+
+    def build(wanted: Any, cases: Any = None, **supported: Any) -> QuerySet:
+        rows = (
+            Figure.objects.filter(figure_id__in=keys_among(wanted))
+            .order_by()
+            .values_list(*FIGURE_FACTS, "position")
+        )
+        if cases is not None:
+            own = Figure.objects.filter(case__key__in=keys_among(cases)).order_by()
+            rows = rows.union(own.values_list(*FIGURE_FACTS, "position"))
+        for n in range(len(supported)):
+            supporting = Figure.objects.filter(_supporting_among(supported[f"claims{n}"]))
+            rows = rows.union(supporting.order_by().values_list(*FIGURE_FACTS, "position"))
+        return rows.order_by("case__key", "position")
+
+    query = compiled_query(f"scoped.figures:{graded}:{len(chunks)}", Figure, build, params)
+    for figure_id, case, value, unit, scope, claims, _ in fetch_together({"rows": query})["rows"]:
         state.figures[figure_id] = FigureFact(
             figure_id, case, value, unit, scope, frozenset(claims)
         )
@@ -179,25 +241,45 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
     return state
 
 
-def relations_of(cases: Iterable[str], *fields: str, kind: str | None = None) -> QuerySet:
-    """``fields`` of the relations with either side in ``cases`` (of ``kind`` if given):
-    one query, the union of the relations found from each side. Each side is an index
+def relations_of(
+    cases: Iterable[str], *fields: str, kind: str | None = None, ordered: bool = False
+) -> CompiledQuery:
+    """``fields`` of the relations with either side in ``cases`` (of ``kind`` if given;
+    ``ordered``: in the order of ``fields``): one query, the union of the relations found
+    from each side, put together once per process (``compiled_query``). Each side is an index
     lookup (the cases by key, then their relations by case); asking for either side in one
     condition would read every relation, whatever the number of ``cases``. ``fields`` must
     identify a relation (a relation found from both sides comes back once)."""
-    cases = list(cases)
-    rows = Relation.objects.all() if kind is None else Relation.objects.filter(kind=kind)
-    return (
-        rows.filter(case__key__in=cases)
-        .order_by()
-        .values_list(*fields)
-        .union(rows.filter(other__key__in=cases).order_by().values_list(*fields))
-    )
+
+    def build(keys: Any) -> QuerySet:
+        rows = Relation.objects.all() if kind is None else Relation.objects.filter(kind=kind)
+        union = (
+            rows.filter(case__key__in=keys_among(keys))
+            .order_by()
+            .values_list(*fields)
+            .union(rows.filter(other__key__in=keys_among(keys)).order_by().values_list(*fields))
+        )
+        return union.order_by(*fields) if ordered else union
+
+    name = f"scoped.relations:{kind}:{','.join(fields)}:{ordered}"
+    return compiled_among(name, Relation, build, cases)
 
 
 # Basis claims asked for in one index lookup: with many more, PostgreSQL reads every
 # figure's claim list instead of the GIN index (a batch of check_rules asks for hundreds).
 SUPPORTING_CHUNK = 32
+
+
+def _supporting_among(claims: Any) -> Q:
+    """``_supporting`` in a query put together once (``compiled_query``): on PostgreSQL the
+    claims are one array parameter (``claims`` is then the query's ``Marker``), answered
+    from the same GIN index; elsewhere ``_supporting`` itself."""
+    if connection.vendor != "postgresql":
+        return _supporting(set(claims))
+    quote = connection.ops.quote_name
+    table, pk = quote(Figure._meta.db_table), quote(Figure._meta.pk.column)
+    column = quote(Figure._meta.get_field("claims").column)
+    return Q(pk__in=RawSQL(f"SELECT {pk} FROM {table} WHERE {column} ?| %s::text[]", [claims]))
 
 
 def _supporting(claims: set[str]) -> Q:
