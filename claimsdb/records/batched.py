@@ -445,7 +445,7 @@ class CompiledQuery(NamedTuple):
 
     def rows(self, found: list[tuple]) -> Iterable[tuple]:
         """The rows the database gave for it, through the compiler's converters."""
-        return _converted(self.compiler, found)
+        return _converted(self.compiler, found) if found else []
 
 
 # What ``fetch_together`` runs: querysets, queries written in SQL, queries put together once.
@@ -544,8 +544,12 @@ def compiled_among(
 ) -> CompiledQuery:
     """``build(keys)``, a ``values_list`` query of ``model`` that compares text keys with
     ``keys`` (through ``keys_among``), put together once per thread and database under
-    ``name`` (``compiled_query``), to run with others (``fetch_together``)."""
-    return compiled_query(name, model, lambda keys: build(keys), {"keys": sorted(keys)})
+    ``name`` (``compiled_query``), to run with others (``fetch_together``). No keys: no
+    query at all, as the ORM sends none for ``…__in`` an empty list."""
+    keys = sorted(keys)
+    if not keys:
+        return CompiledQuery(router.db_for_read(model), None, "", [], [])
+    return compiled_query(name, model, lambda keys: build(keys), {"keys": keys})
 
 
 def keys_among(keys: Any) -> Any:

@@ -232,8 +232,11 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
             rows = rows.union(supporting.order_by().values_list(*FIGURE_FACTS, "position"))
         return rows.order_by("case__key", "position")
 
-    query = compiled_query(f"scoped.figures:{graded}:{len(chunks)}", Figure, build, params)
-    for figure_id, case, value, unit, scope, claims, _ in fetch_together({"rows": query})["rows"]:
+    facts: list[Any] = []
+    if wanted or graded or chunks:  # else no query, as the ORM sends none for an empty list
+        name = f"scoped.figures:{graded}:{len(chunks)}"
+        facts = fetch_together({"rows": compiled_query(name, Figure, build, params)})["rows"]
+    for figure_id, case, value, unit, scope, claims, _ in facts:
         state.figures[figure_id] = FigureFact(
             figure_id, case, value, unit, scope, frozenset(claims)
         )
