@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from claimsdb.models import Approval, ReviewComment, ReviewState, ReviewStateAuthor, Revision
 from claimsdb.selectors import review as review_reads
 from claimsdb.selectors.approvals import review_range
-from claimsdb.services import review_queue
+from claimsdb.services import bundle_load, review_queue
 from claimsdb.services.approvals import approve, approve_pending
 from claimsdb.web.review import feed_token
 
@@ -29,6 +29,7 @@ from .support import (
     create_source,
     edit_case,
     latest,
+    load_seed_bundle,
     make_user,
     signed_in,
     state,
@@ -123,6 +124,23 @@ def test_the_migration_and_the_write_path_agree(seeded, reviewer, analyst):
     migration = importlib.import_module("claimsdb.migrations.0016_review_comments")
     migration.fill_states(django_apps, None)
     assert states() == kept
+
+
+def test_a_load_that_changes_many_records_keeps_every_state(seeded, reviewer, analyst):
+    """One write changing many records that have states (one approved, one waiting, the
+    rest never approved) brings each up to date in one update (``_update_states``)."""
+    approve_pending(user=make_user("seed-approver", "reviewer"))
+    edit_case(analyst, CASE, summary="Lede", limits="New limits.")  # waiting before the load
+    bundle = load_seed_bundle()
+    for record in (*bundle["cases"], *bundle["sources"]):
+        record["title"] += " (revised)"
+    outcomes = bundle_load(user=reviewer, bundle=bundle, summary="Revised titles")
+    assert sum(o.outcome == "updated" for o in outcomes) == len(bundle["cases"]) + len(
+        bundle["sources"]
+    )
+    for kind, key in Revision.objects.values_list("record_kind", "record_key").distinct():
+        assert_state_matches_ledger(kind, key)
+    assert {(k, key) for k, key in waiting()} >= {("case", c["key"]) for c in bundle["cases"]}
 
 
 # --- the queue ------------------------------------------------------------------------------
