@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from django.core.exceptions import EmptyResultSet
-from django.db import connection, connections, router
-from django.db.models import Model, QuerySet
-from django.db.models.expressions import RawSQL
+from django.db import connections, router
+from django.db.models import Field, ForeignObject, Lookup, Model, QuerySet
+from django.db.models.lookups import In
 from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable
 
 from claimsdb.choices import SYMMETRIC_RELATIONS
@@ -50,7 +50,7 @@ def _positioned(model: type[Model], *fields: str) -> tuple[type[Model], Callable
     return (
         model,
         lambda ids: (
-            model._default_manager.filter(case_id__in=ids)
+            model._default_manager.filter(case_id__among=ids)
             .order_by("case_id", "position")
             .values_list("case_id", *fields)
         ),
@@ -58,17 +58,17 @@ def _positioned(model: type[Model], *fields: str) -> tuple[type[Model], Callable
 
 
 # The queries of a batch's documents: for each, its model and the rows of the batch
-# (``ids``: what ``…__in`` compares the case ids with, see ``_among``), the case (or claim)
+# (``ids``: the case ids, compared with ``__among``), the case (or claim)
 # id first, ordered as the models order them.
 RELATION_FIELDS = ("pk", "case_id", "other_id", "case__key", "other__key", "kind", "note")
 BATCH_QUERIES: dict[str, tuple[type[Model], Callable[[Any], QuerySet]]] = {
-    "tags": (CaseTag, lambda ids: CaseTag.objects.filter(case_id__in=ids).values_list(
+    "tags": (CaseTag, lambda ids: CaseTag.objects.filter(case_id__among=ids).values_list(
         "case_id", "name"
     )),
     "claims": _positioned(
         Claim, "id", "claim_id", "statement", "status", "status_note", "basis", "origin"
     ),
-    "evidence": (EvidenceLink, lambda ids: EvidenceLink.objects.filter(claim__case_id__in=ids)
+    "evidence": (EvidenceLink, lambda ids: EvidenceLink.objects.filter(claim__case_id__among=ids)
         .order_by("claim_id", "position")
         .values_list("claim_id", "source__key", "relation", "locator")),
     "assessments": _positioned(
@@ -81,18 +81,18 @@ BATCH_QUERIES: dict[str, tuple[type[Model], Callable[[Any], QuerySet]]] = {
         Figure, "figure_id", "value", "unit", "measure", "scope", "description", "claims"
     ),
     "attributions": _positioned(Attribution, "figure_id", "role", "note"),
-    "relations": (Relation, lambda ids: Relation.objects.filter(case_id__in=ids)
+    "relations": (Relation, lambda ids: Relation.objects.filter(case_id__among=ids)
         .order_by()
         .values_list(*RELATION_FIELDS)
         .union(
-            Relation.objects.filter(other_id__in=ids, kind__in=SYMMETRIC_RELATIONS)
+            Relation.objects.filter(other_id__among=ids, kind__in=SYMMETRIC_RELATIONS)
             .order_by()
             .values_list(*RELATION_FIELDS)
         )),
     "affected": _positioned(
         AffectedEntry, "component__key", "status", "ranges", "versions", "claims", "note"
     ),
-    "runs": (ReproductionRun, lambda ids: ReproductionRun.objects.filter(case_id__in=ids)
+    "runs": (ReproductionRun, lambda ids: ReproductionRun.objects.filter(case_id__among=ids)
         .values_list("case_id", "summary")),
 }  # fmt: skip
 
@@ -254,7 +254,7 @@ def batch_values(
     name: str, model: type, build: Callable[[Any], QuerySet], ids: list[int]
 ) -> Iterable[tuple]:
     """The rows of ``build(ids)``, a ``values_list`` query of ``model`` that compares
-    primary keys with ``ids`` (what ``_among`` gives), named ``name`` (unique).
+    primary keys with ``ids`` (``__among``), named ``name`` (unique).
 
     On PostgreSQL the query is put together and compiled once (per thread and database),
     then run again with each batch's ids in its one array parameter: reading one case
@@ -265,7 +265,7 @@ def batch_values(
     alias = router.db_for_read(model)
     connection = connections[alias]
     if connection.vendor != "postgresql" or not ids:
-        return build(_among(ids)).using(alias)
+        return build(ids).using(alias)
     compiler, sql, params = _prepared(name, alias, build, ids)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -279,8 +279,8 @@ def _prepared(
     cache = _compiled.__dict__.setdefault("queries", {})
     entry = cache.get((name, alias))
     if entry is None:
-        marker = [0]  # stands for the batch's ids while compiling (one, not none)
-        compiler = build(_among(marker)).query.get_compiler(alias)
+        marker = Marker(f"{MARK}ids{MARK}")  # stands for the batch's ids while compiling
+        compiler = build(marker).query.get_compiler(alias)
         sql, params = compiler.as_sql()
         at = [index for index, param in enumerate(params) if param is marker]
         if not at:  # pragma: no cover - every batch query compares the case ids
@@ -531,35 +531,44 @@ def run_together(queries: Mapping[str, CompiledQuery]) -> dict[str, tuple[list[s
     return {n: (q.names, list(q.rows(found[n]))) for n, q in queries.items()}
 
 
-def _among(ids: list[int]) -> Any:
-    """What ``…__in`` compares with: on PostgreSQL the batch's keys as one array parameter
-    (a query with hundreds of placeholders costs more to put together than to run)."""
-    if connection.vendor != "postgresql" or not ids:
-        return ids
-    return RawSQL("SELECT unnest(%s::bigint[])", [ids])
+class Among(Lookup):
+    """``field__among=values``: on PostgreSQL ``field = ANY(%s::type[])``, the values one
+    array parameter, so that a query is the same text whatever their number (a query with
+    hundreds of placeholders costs more to put together than to run, and a query put
+    together once, ``compiled_query``, takes its ``Marker`` here); elsewhere
+    ``field IN (…)``, as ``__in`` writes it.
+
+    ``= ANY`` rather than ``IN (SELECT unnest(…))``: the subquery is a semi-join for the
+    planner, and planning a case document's eleven reads that way took PostgreSQL longer
+    than running them (bench/README.md)."""
+
+    lookup_name = "among"
+    prepare_rhs = False
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, Any]:
+        if connection.vendor != "postgresql":
+            return In(self.lhs, list(self.rhs)).as_sql(compiler, connection)
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        array = f"{self.lhs.output_field.db_type(connection)}[]"
+        return f"{lhs} = ANY(%s::{array})", [*lhs_params, self.rhs]
+
+
+# every field, foreign keys too (whose lookups are their own, not those of every field)
+Field.register_lookup(Among)
+ForeignObject.register_lookup(Among)
 
 
 def compiled_among(
     name: str, model: type, build: Callable[[Any], QuerySet], keys: Iterable[str]
 ) -> CompiledQuery:
     """``build(keys)``, a ``values_list`` query of ``model`` that compares text keys with
-    ``keys`` (through ``keys_among``), put together once per thread and database under
+    ``keys`` (``__among``), put together once per thread and database under
     ``name`` (``compiled_query``), to run with others (``fetch_together``). No keys: no
     query at all, as the ORM sends none for ``…__in`` an empty list."""
     keys = sorted(keys)
     if not keys:
         return CompiledQuery(router.db_for_read(model), None, "", [], [])
     return compiled_query(name, model, lambda keys: build(keys), {"keys": keys})
-
-
-def keys_among(keys: Any) -> Any:
-    """What ``…__in`` compares text keys with in a query put together once
-    (``compiled_query``): on PostgreSQL one array parameter, so that the query is the same
-    whatever the number of keys (``keys`` is then the query's ``Marker``); elsewhere the
-    keys themselves, in a query put together each time."""
-    if connection.vendor != "postgresql":
-        return list(keys)
-    return RawSQL("SELECT unnest(%s::text[])", [keys])
 
 
 def _chain(*groups: Iterable[tuple]) -> Iterable[tuple]:

@@ -19,7 +19,7 @@ from claimsdb.models import (
     ScopeRule,
     Source,
 )
-from claimsdb.records.batched import CompiledQuery, compiled_among, fetch_together, keys_among
+from claimsdb.records.batched import CompiledQuery, compiled_among, fetch_together
 
 
 @dataclass
@@ -128,28 +128,28 @@ def case_contexts(requests: list[CaseContextRequest]) -> list[DocumentContext]:
             "sources": compiled_among(
                 "context.sources",
                 Source,
-                lambda keys: Source.objects.filter(key__in=keys_among(keys)).values_list("key"),
+                lambda keys: Source.objects.filter(key__among=keys).values_list("key"),
                 every.sources,
             ),
             "methods": AssessmentMethod.objects.filter(key__in=every.methods),
             "cases": compiled_among(
                 "context.cases",
                 Case,
-                lambda keys: Case.objects.filter(key__in=keys_among(keys)).values_list("key"),
+                lambda keys: Case.objects.filter(key__among=keys).values_list("key"),
                 every.cases,
             ),
             "reserved": compiled_among(
                 "context.reserved",
                 ClaimIdReservation,
-                lambda ids: ClaimIdReservation.objects.filter(
-                    claim_id__in=keys_among(ids)
-                ).values_list("claim_id", "case_key"),
+                lambda ids: ClaimIdReservation.objects.filter(claim_id__among=ids).values_list(
+                    "claim_id", "case_key"
+                ),
                 every.claim_ids,
             ),
             "live": compiled_among(
                 "context.live",
                 Claim,
-                lambda ids: Claim.objects.filter(claim_id__in=keys_among(ids)).values_list(
+                lambda ids: Claim.objects.filter(claim_id__among=ids).values_list(
                     "claim_id", "case__key"
                 ),
                 every.claim_ids | every.figure_claims,
@@ -157,7 +157,7 @@ def case_contexts(requests: list[CaseContextRequest]) -> list[DocumentContext]:
             "figures": compiled_among(
                 "context.figures",
                 Figure,
-                lambda ids: Figure.objects.filter(figure_id__in=keys_among(ids)).values_list(
+                lambda ids: Figure.objects.filter(figure_id__among=ids).values_list(
                     "figure_id", "case__key"
                 ),
                 every.figure_refs,
@@ -217,7 +217,7 @@ def _figures_in_use_queries(case_keys: set[str]) -> dict[str, CompiledQuery]:
         return {}
 
     def owned(keys: Any) -> QuerySet[Any]:
-        return Figure.objects.filter(case__key__in=keys_among(keys))
+        return Figure.objects.filter(case__key__among=keys)
 
     return {
         # figure_id is the figure's ID, not its primary key (see state.attribution_rows)
@@ -225,7 +225,7 @@ def _figures_in_use_queries(case_keys: set[str]) -> dict[str, CompiledQuery]:
             "context.in_use.attributions",
             Attribution,
             lambda keys: (
-                Attribution.objects.filter(figure__case__key__in=keys_among(keys))
+                Attribution.objects.filter(figure__case__key__among=keys)
                 .exclude(case__key=F("figure__case__key"))
                 .values_list("figure_id", "figure__case__key", "case__key")
             ),

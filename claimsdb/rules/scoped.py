@@ -31,7 +31,6 @@ from claimsdb.records.batched import (
     compiled_among,
     compiled_query,
     fetch_together,
-    keys_among,
 )
 
 from .state import (
@@ -74,7 +73,7 @@ def affected_cases(
         first["figures"] = compiled_among(
             "scoped.case_figures",
             Figure,
-            lambda keys: Figure.objects.filter(case__key__in=keys_among(keys)).values_list(
+            lambda keys: Figure.objects.filter(case__key__among=keys).values_list(
                 "figure_id", "claims"
             ),
             cases,
@@ -84,7 +83,7 @@ def affected_cases(
         first["rules"] = compiled_among(
             "scoped.rule_cases",
             ScopeRule,
-            lambda keys: ScopeRule.objects.filter(key__in=keys_among(keys)).values_list("case"),
+            lambda keys: ScopeRule.objects.filter(key__among=keys).values_list("case"),
             rules,
         )
     found = fetch_together(first)
@@ -101,17 +100,15 @@ def affected_cases(
         second["attributing"] = compiled_among(
             "scoped.attributing",
             Attribution,
-            lambda ids: Attribution.objects.filter(figure_id__in=keys_among(ids)).values_list(
-                "case__key"
-            ),
+            lambda ids: Attribution.objects.filter(figure_id__among=ids).values_list("case__key"),
             figure_ids,
         )
         second["protected"] = compiled_among(
             "scoped.protected",
             ScopeRule,
-            lambda ids: ScopeRule.objects.filter(
-                status="active", figure__in=keys_among(ids)
-            ).values_list("case"),
+            lambda ids: ScopeRule.objects.filter(status="active", figure__among=ids).values_list(
+                "case"
+            ),
             figure_ids,
         )
     if figure_claims:
@@ -120,7 +117,7 @@ def affected_cases(
         second["claim_owners"] = compiled_among(
             "scoped.claim_owners",
             Claim,
-            lambda ids: Claim.objects.filter(claim_id__in=keys_among(ids)).values_list("case__key"),
+            lambda ids: Claim.objects.filter(claim_id__among=ids).values_list("case__key"),
             figure_claims,
         )
     for rows in fetch_together(second).values():
@@ -165,14 +162,14 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
                 "scoped.attributions",
                 Attribution,
                 lambda keys: attribution_queryset(
-                    Attribution.objects.filter(case__key__in=keys_among(keys))
+                    Attribution.objects.filter(case__key__among=keys)
                 ),
                 cases,
             ),
             "assessments": compiled_among(
                 "scoped.assessments",
                 Assessment,
-                lambda keys: Assessment.objects.filter(case__key__in=keys_among(keys)).values_list(
+                lambda keys: Assessment.objects.filter(case__key__among=keys).values_list(
                     "case__key", "position", "impact", "basis_claims"
                 ),
                 cases,
@@ -182,7 +179,7 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
                 "scoped.rules",
                 ScopeRule,
                 lambda keys: (
-                    ScopeRule.objects.filter(status="active", case__in=keys_among(keys))
+                    ScopeRule.objects.filter(status="active", case__among=keys)
                     .order_by("key")
                     .values_list("key", "figure", "case", "reason")
                 ),
@@ -220,12 +217,12 @@ def load_scoped(cases: set[str], *, figures: Iterable[str] = ()) -> ScopeState:
 
     def build(wanted: Any, cases: Any = None, **supported: Any) -> QuerySet:
         rows = (
-            Figure.objects.filter(figure_id__in=keys_among(wanted))
+            Figure.objects.filter(figure_id__among=wanted)
             .order_by()
             .values_list(*FIGURE_FACTS, "position")
         )
         if cases is not None:
-            own = Figure.objects.filter(case__key__in=keys_among(cases)).order_by()
+            own = Figure.objects.filter(case__key__among=cases).order_by()
             rows = rows.union(own.values_list(*FIGURE_FACTS, "position"))
         for n in range(len(supported)):
             supporting = Figure.objects.filter(_supporting_among(supported[f"claims{n}"]))
@@ -257,10 +254,10 @@ def relations_of(
     def build(keys: Any) -> QuerySet:
         rows = Relation.objects.all() if kind is None else Relation.objects.filter(kind=kind)
         union = (
-            rows.filter(case__key__in=keys_among(keys))
+            rows.filter(case__key__among=keys)
             .order_by()
             .values_list(*fields)
-            .union(rows.filter(other__key__in=keys_among(keys)).order_by().values_list(*fields))
+            .union(rows.filter(other__key__among=keys).order_by().values_list(*fields))
         )
         return union.order_by(*fields) if ordered else union
 

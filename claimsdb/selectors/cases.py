@@ -172,7 +172,7 @@ def _case_list_rows(ids: Any) -> QuerySet[Any]:
         "-number"
     )
     return (
-        Case.objects.filter(pk__in=ids)
+        Case.objects.filter(pk__among=ids)
         .annotate(
             # a withdrawn claim stays in its case but no longer counts as one of its claims
             claim_count=count_of(
@@ -187,7 +187,7 @@ def _case_list_rows(ids: Any) -> QuerySet[Any]:
 
 def _case_list_tags(ids: Any) -> QuerySet[Any]:
     return (
-        CaseTag.objects.filter(case_id__in=ids)
+        CaseTag.objects.filter(case_id__among=ids)
         .order_by("case_id", "name")
         .values_list("case_id", "name")
     )
@@ -198,7 +198,7 @@ def _case_list_assessments(ids: Any) -> QuerySet[Any]:
         Assessment.objects.filter(case=OuterRef("case")).order_by("-position").values("position")
     )
     return (
-        Assessment.objects.filter(case_id__in=ids, position=Subquery(newest[:1]))
+        Assessment.objects.filter(case_id__among=ids, position=Subquery(newest[:1]))
         .order_by()
         .values_list("case_id", "method__key", "values", "impact", "assessed_on")
     )
