@@ -36,6 +36,7 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 
 from claimsdb.codes import SigninCode
+from claimsdb.records.batched import model_instances
 
 CODE = SigninCode.THROTTLED
 
@@ -147,15 +148,8 @@ class ThrottledModelBackend(ModelBackend):
             found = cursor.fetchall()
         if not found:
             return None
-        (row,) = compiler.results_iter(results=[found], tuple_expected=True)
-        start, end = (
-            compiler.klass_info["select_fields"][0],
-            compiler.klass_info["select_fields"][-1],
-        )
-        names = [column[0].target.attname for column in compiler.select[start : end + 1]]
-        user = model.from_db(alias, names, row[start : end + 1])
-        for name, at in compiler.annotation_col_map.items():
-            setattr(user, name, row[at])
+        rows = compiler.results_iter(results=[found], tuple_expected=True)
+        (user,) = model_instances(compiler, alias, rows)
         return user if self.user_can_authenticate(user) else None
 
 

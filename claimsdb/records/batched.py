@@ -412,14 +412,24 @@ def _as_listed(queryset: Together, compiler: Any, found: list[tuple]) -> list[An
     if iterable is ModelIterable and not queryset.query.select_related:
         if queryset.query.annotation_select or queryset.query.extra_select:
             raise ValueError("fetch_together: a model query with annotations")
-        start, end = (
-            compiler.klass_info["select_fields"][0],
-            compiler.klass_info["select_fields"][-1] + 1,
-        )
-        names = [column.target.attname for column, _, _ in compiler.select[start:end]]
-        model = queryset.model
-        return [model.from_db(queryset.db, names, row[start:end]) for row in rows]
+        return model_instances(compiler, queryset.db, rows)
     raise ValueError(f"fetch_together: {iterable.__name__} is not supported")
+
+
+def model_instances(compiler: Any, alias: str, rows: Iterable[Sequence[Any]]) -> list[Any]:
+    """The model instances of a plain model query's converted rows, as the query set would
+    make them: the model's columns, then each annotation set on the instance."""
+    select_fields = compiler.klass_info["select_fields"]
+    start, end = select_fields[0], select_fields[-1] + 1
+    names = [column.target.attname for column, _, _ in compiler.select[start:end]]
+    model = compiler.klass_info["model"]
+    instances = []
+    for row in rows:
+        instance = model.from_db(alias, names, row[start:end])
+        for name, at in compiler.annotation_col_map.items():
+            setattr(instance, name, row[at])
+        instances.append(instance)
+    return instances
 
 
 MARK = "\ufdd0"  # a noncharacter, to tell a marker and its copies from other text

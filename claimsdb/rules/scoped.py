@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import BooleanField, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from claimsdb.choices import RelationKind
@@ -270,16 +270,16 @@ def relations_of(
 SUPPORTING_CHUNK = 32
 
 
-def _supporting_among(claims: Any) -> Q:
+def _supporting_among(claims: Any) -> Q | RawSQL:
     """``_supporting`` in a query put together once (``compiled_query``): on PostgreSQL the
-    claims are one array parameter (``claims`` is then the query's ``Marker``), answered
-    from the same GIN index; elsewhere ``_supporting`` itself."""
+    same ``?|`` condition on the figure's row, its claims one array parameter (``claims``
+    is then the query's ``Marker``), answered from the same GIN index; elsewhere
+    ``_supporting`` itself."""
     if connection.vendor != "postgresql":
         return _supporting(set(claims))
     quote = connection.ops.quote_name
-    table, pk = quote(Figure._meta.db_table), quote(Figure._meta.pk.column)
-    column = quote(Figure._meta.get_field("claims").column)
-    return Q(pk__in=RawSQL(f"SELECT {pk} FROM {table} WHERE {column} ?| %s::text[]", [claims]))
+    column = f"{quote(Figure._meta.db_table)}.{quote(Figure._meta.get_field('claims').column)}"
+    return RawSQL(f"{column} ?| %s::text[]", [claims], output_field=BooleanField())
 
 
 def _supporting(claims: set[str]) -> Q:

@@ -176,10 +176,11 @@ def _update_states(states: list[ReviewState]) -> None:
 @functools.cache
 def _state_update_sql() -> str:
     quote = connection.ops.quote_name
+    # the columns' own types: the arrays' elements are cast to them
+    fields: list[Any] = [ReviewState._meta.pk, *map(ReviewState._meta.get_field, _STATE_FIELDS)]
     columns = [quote(column(ReviewState, name)) for name in _STATE_FIELDS]
-    types = ["bigint", "bigint", "timestamptz", "integer", "boolean"]
     assignments = ", ".join(f"{name} = v.{name}" for name in columns)
-    arrays = ", ".join(["%s::bigint[]", *(f"%s::{kind}[]" for kind in types)])
+    arrays = ", ".join(f"%s::{field.db_type(connection)}[]" for field in fields)
     pk = quote(ReviewState._meta.pk.column)
     return (
         f"UPDATE {quote(ReviewState._meta.db_table)} AS s SET {assignments} "
